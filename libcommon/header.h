@@ -1,0 +1,35 @@
+/*
+ * Building header records: the recording host's identity, and the
+ * header a tool writes for a stream it has transformed.  Core layer.
+ */
+#ifndef SP_HEADER_H
+#define SP_HEADER_H
+
+#include <msgpack.h>
+
+#include "record.h"
+
+#ifndef SP_VERSION
+#define SP_VERSION "0.1.0"
+#endif
+
+/*
+ * Packs the key "host" and a map describing this machine: hostname,
+ * kernel release, boot id, architecture, page size, the stream clock
+ * (CLOCK_MONOTONIC) and a wall-clock anchor read at the same instant.
+ */
+void sp_pack_host(msgpack_packer *pk);
+
+/* Packs one entry of a header's "tools" array for this program. */
+void sp_pack_tool(msgpack_packer *pk, const char *name, int argc, char **argv);
+
+/*
+ * Packs a header for the output of a tool that turns a stream at one
+ * stage into the next: every key of the input header is copied, "stage"
+ * is replaced and the tool is appended to "tools".
+ */
+void sp_pack_derived_header(msgpack_packer *pk, const msgpack_object *in,
+			    enum sp_stage stage, const char *tool,
+			    int argc, char **argv);
+
+#endif

@@ -1,0 +1,827 @@
+/* JSON rendering of MessagePack values and its exact inverse. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+void sp_buf_init(struct sp_buf *b)
+{
+	memset(b, 0, sizeof(*b));
+}
+
+void sp_buf_release(struct sp_buf *b)
+{
+	free(b->p);
+	sp_buf_init(b);
+}
+
+static bool buf_grow(struct sp_buf *b, size_t extra)
+{
+	if (b->oom)
+		return false;
+	if (b->len + extra + 1 <= b->cap)
+		return true;
+	size_t ncap = b->cap ? b->cap : 256;
+	while (ncap < b->len + extra + 1)
+		ncap *= 2;
+	char *np = realloc(b->p, ncap);
+	if (!np) {
+		b->oom = 1;
+		return false;
+	}
+	b->p = np;
+	b->cap = ncap;
+	return true;
+}
+
+void sp_buf_add(struct sp_buf *b, const void *p, size_t n)
+{
+	if (!buf_grow(b, n))
+		return;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void sp_buf_addc(struct sp_buf *b, char c)
+{
+	sp_buf_add(b, &c, 1);
+}
+
+void sp_buf_adds(struct sp_buf *b, const char *s)
+{
+	sp_buf_add(b, s, strlen(s));
+}
+
+static const char b64[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void add_base64(struct sp_buf *b, const unsigned char *p, size_t n)
+{
+	if (!buf_grow(b, (n + 2) / 3 * 4))
+		return;
+	char *o = b->p + b->len;
+	size_t i;
+	for (i = 0; i + 2 < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		*o++ = b64[v >> 18];
+		*o++ = b64[(v >> 12) & 63];
+		*o++ = b64[(v >> 6) & 63];
+		*o++ = b64[v & 63];
+	}
+	if (i < n) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0);
+		*o++ = b64[v >> 18];
+		*o++ = b64[(v >> 12) & 63];
+		*o++ = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+		*o++ = '=';
+	}
+	b->len = (size_t)(o - b->p);
+	b->p[b->len] = '\0';
+}
+
+/* Length of the valid UTF-8 sequence at p, or 0 when it is not valid. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t k;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		k = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		k = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		k = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < k)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return k;
+}
+
+static bool valid_utf8(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_len(p + i, n - i);
+		if (!k)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+static void add_json_string(struct sp_buf *b, const char *s, size_t n)
+{
+	sp_buf_addc(b, '"');
+	size_t run = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		sp_buf_add(b, s + run, i - run);
+		run = i + 1;
+		switch (c) {
+		case '"': sp_buf_adds(b, "\\\""); break;
+		case '\\': sp_buf_adds(b, "\\\\"); break;
+		case '\n': sp_buf_adds(b, "\\n"); break;
+		case '\t': sp_buf_adds(b, "\\t"); break;
+		case '\r': sp_buf_adds(b, "\\r"); break;
+		default: {
+			char esc[8];
+			snprintf(esc, sizeof(esc), "\\u%04x", c);
+			sp_buf_adds(b, esc);
+		}
+		}
+	}
+	sp_buf_add(b, s + run, n - run);
+	sp_buf_addc(b, '"');
+}
+
+static void add_double(struct sp_buf *b, double d)
+{
+	char tmp[40];
+	if (isnan(d) || isinf(d)) {
+		sp_buf_adds(b, isnan(d) ? "{\"$f64\":\"nan\"}" :
+			       d > 0 ? "{\"$f64\":\"inf\"}" : "{\"$f64\":\"-inf\"}");
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%.17g", d);
+	sp_buf_adds(b, tmp);
+	if (!strpbrk(tmp, ".e"))
+		sp_buf_adds(b, ".0");
+}
+
+static bool map_keys_plain(const msgpack_object_map *m)
+{
+	for (uint32_t i = 0; i < m->size; i++) {
+		const msgpack_object *k = &m->ptr[i].key;
+		if (k->type != MSGPACK_OBJECT_STR || k->via.str.size == 0 ||
+		    k->via.str.ptr[0] == '$' ||
+		    !valid_utf8((const unsigned char *)k->via.str.ptr, k->via.str.size))
+			return false;
+	}
+	return true;
+}
+
+int sp_json_render(const msgpack_object *o, struct sp_buf *b)
+{
+	char tmp[48];
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL:
+		sp_buf_adds(b, "null");
+		break;
+	case MSGPACK_OBJECT_BOOLEAN:
+		sp_buf_adds(b, o->via.boolean ? "true" : "false");
+		break;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		snprintf(tmp, sizeof(tmp), "%" PRIu64, o->via.u64);
+		sp_buf_adds(b, tmp);
+		break;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		snprintf(tmp, sizeof(tmp), "%" PRId64, o->via.i64);
+		sp_buf_adds(b, tmp);
+		break;
+	case MSGPACK_OBJECT_FLOAT32:
+		snprintf(tmp, sizeof(tmp), "%.9g", (double)(float)o->via.f64);
+		if (isnan(o->via.f64) || isinf(o->via.f64))
+			snprintf(tmp, sizeof(tmp), "\"%s\"", isnan(o->via.f64) ? "nan" :
+				 o->via.f64 > 0 ? "inf" : "-inf");
+		sp_buf_adds(b, "{\"$f32\":");
+		sp_buf_adds(b, tmp);
+		sp_buf_addc(b, '}');
+		break;
+	case MSGPACK_OBJECT_FLOAT64:
+		add_double(b, o->via.f64);
+		break;
+	case MSGPACK_OBJECT_STR:
+		if (valid_utf8((const unsigned char *)o->via.str.ptr, o->via.str.size)) {
+			add_json_string(b, o->via.str.ptr, o->via.str.size);
+		} else {
+			sp_buf_adds(b, "{\"$strb\":\"");
+			add_base64(b, (const unsigned char *)o->via.str.ptr, o->via.str.size);
+			sp_buf_adds(b, "\"}");
+		}
+		break;
+	case MSGPACK_OBJECT_BIN:
+		sp_buf_adds(b, "{\"$bin\":\"");
+		add_base64(b, (const unsigned char *)o->via.bin.ptr, o->via.bin.size);
+		sp_buf_adds(b, "\"}");
+		break;
+	case MSGPACK_OBJECT_EXT:
+		snprintf(tmp, sizeof(tmp), "{\"$ext\":%d,\"data\":\"", o->via.ext.type);
+		sp_buf_adds(b, tmp);
+		add_base64(b, (const unsigned char *)o->via.ext.ptr, o->via.ext.size);
+		sp_buf_adds(b, "\"}");
+		break;
+	case MSGPACK_OBJECT_ARRAY:
+		sp_buf_addc(b, '[');
+		for (uint32_t i = 0; i < o->via.array.size; i++) {
+			if (i)
+				sp_buf_addc(b, ',');
+			sp_json_render(&o->via.array.ptr[i], b);
+		}
+		sp_buf_addc(b, ']');
+		break;
+	case MSGPACK_OBJECT_MAP: {
+		const msgpack_object_map *m = &o->via.map;
+		bool plain = map_keys_plain(m);
+		sp_buf_adds(b, plain ? "{" : "{\"$map\":[");
+		for (uint32_t i = 0; i < m->size; i++) {
+			if (i)
+				sp_buf_addc(b, ',');
+			if (plain) {
+				sp_json_render(&m->ptr[i].key, b);
+				sp_buf_addc(b, ':');
+				sp_json_render(&m->ptr[i].val, b);
+			} else {
+				sp_buf_addc(b, '[');
+				sp_json_render(&m->ptr[i].key, b);
+				sp_buf_addc(b, ',');
+				sp_json_render(&m->ptr[i].val, b);
+				sp_buf_addc(b, ']');
+			}
+		}
+		sp_buf_adds(b, plain ? "}" : "]}");
+		break;
+	}
+	}
+	return b->oom ? -1 : 0;
+}
+
+/*
+ * The parser builds a small tree first, so that nothing is packed unless
+ * the whole line is valid and so that element counts are known.
+ */
+enum jkind { J_NIL, J_TRUE, J_FALSE, J_UINT, J_INT, J_F64, J_F32, J_STR,
+	     J_BIN, J_EXT, J_ARRAY, J_MAP };
+
+struct jnode {
+	enum jkind kind;
+	union {
+		uint64_t u;
+		int64_t i;
+		double d;
+	} v;
+	size_t off, len;	/* bytes in the parser's data buffer */
+	int ext_type;
+	uint32_t count;		/* children; a map has 2 per entry */
+	long first, next;	/* node indices, -1 for none */
+};
+
+struct jparser {
+	const char *s;
+	size_t n, pos;
+	struct jnode *nodes;
+	size_t nnodes, capnodes;
+	struct sp_buf data;	/* decoded strings and binary */
+	char *err;
+	size_t errlen;
+	bool failed;
+};
+
+static int jfail(struct jparser *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int jfail(struct jparser *p, const char *fmt, ...)
+{
+	if (p->failed)
+		return -1;
+	p->failed = true;
+	int k = snprintf(p->err, p->errlen, "column %zu: ", p->pos + 1);
+	va_list ap;
+	va_start(ap, fmt);
+	if (k > 0 && (size_t)k < p->errlen)
+		vsnprintf(p->err + k, p->errlen - (size_t)k, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static long jnew(struct jparser *p, enum jkind kind)
+{
+	if (p->nnodes == p->capnodes) {
+		size_t nc = p->capnodes ? p->capnodes * 2 : 64;
+		struct jnode *nn = realloc(p->nodes, nc * sizeof(*nn));
+		if (!nn)
+			return jfail(p, "out of memory");
+		p->nodes = nn;
+		p->capnodes = nc;
+	}
+	struct jnode *j = &p->nodes[p->nnodes];
+	memset(j, 0, sizeof(*j));
+	j->kind = kind;
+	j->first = j->next = -1;
+	return (long)p->nnodes++;
+}
+
+static void jws(struct jparser *p)
+{
+	while (p->pos < p->n && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' ||
+				 p->s[p->pos] == '\r' || p->s[p->pos] == '\n'))
+		p->pos++;
+}
+
+static bool jeat(struct jparser *p, char c)
+{
+	jws(p);
+	if (p->pos < p->n && p->s[p->pos] == c) {
+		p->pos++;
+		return true;
+	}
+	return false;
+}
+
+static int jexpect(struct jparser *p, char c)
+{
+	if (jeat(p, c))
+		return 0;
+	return jfail(p, "expected '%c'", c);
+}
+
+static void put_utf8(struct sp_buf *b, uint32_t cp)
+{
+	char o[4];
+	size_t k;
+	if (cp < 0x80) {
+		o[0] = (char)cp;
+		k = 1;
+	} else if (cp < 0x800) {
+		o[0] = (char)(0xc0 | cp >> 6);
+		o[1] = (char)(0x80 | (cp & 0x3f));
+		k = 2;
+	} else if (cp < 0x10000) {
+		o[0] = (char)(0xe0 | cp >> 12);
+		o[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[2] = (char)(0x80 | (cp & 0x3f));
+		k = 3;
+	} else {
+		o[0] = (char)(0xf0 | cp >> 18);
+		o[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		o[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		o[3] = (char)(0x80 | (cp & 0x3f));
+		k = 4;
+	}
+	sp_buf_add(b, o, k);
+}
+
+static int hex4(struct jparser *p, uint32_t *out)
+{
+	uint32_t v = 0;
+	if (p->n - p->pos < 4)
+		return jfail(p, "short \\u escape");
+	for (int i = 0; i < 4; i++) {
+		char c = p->s[p->pos++];
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= (uint32_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v |= (uint32_t)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			v |= (uint32_t)(c - 'A' + 10);
+		else
+			return jfail(p, "bad hex digit in \\u escape");
+	}
+	*out = v;
+	return 0;
+}
+
+/* Parses a JSON string into the data buffer, at *off for *len bytes. */
+static int jstring(struct jparser *p, size_t *off, size_t *len)
+{
+	jws(p);
+	if (p->pos >= p->n || p->s[p->pos] != '"')
+		return jfail(p, "expected a string");
+	p->pos++;
+	*off = p->data.len;
+	for (;;) {
+		if (p->pos >= p->n)
+			return jfail(p, "unterminated string");
+		unsigned char c = (unsigned char)p->s[p->pos];
+		if (c == '"') {
+			p->pos++;
+			break;
+		}
+		if (c < 0x20)
+			return jfail(p, "control character in string");
+		if (c != '\\') {
+			size_t run = p->pos;
+			while (p->pos < p->n && p->s[p->pos] != '"' &&
+			       p->s[p->pos] != '\\' && (unsigned char)p->s[p->pos] >= 0x20)
+				p->pos++;
+			sp_buf_add(&p->data, p->s + run, p->pos - run);
+			continue;
+		}
+		p->pos++;
+		if (p->pos >= p->n)
+			return jfail(p, "unterminated escape");
+		char e = p->s[p->pos++];
+		uint32_t cp;
+		switch (e) {
+		case '"': sp_buf_addc(&p->data, '"'); break;
+		case '\\': sp_buf_addc(&p->data, '\\'); break;
+		case '/': sp_buf_addc(&p->data, '/'); break;
+		case 'b': sp_buf_addc(&p->data, '\b'); break;
+		case 'f': sp_buf_addc(&p->data, '\f'); break;
+		case 'n': sp_buf_addc(&p->data, '\n'); break;
+		case 'r': sp_buf_addc(&p->data, '\r'); break;
+		case 't': sp_buf_addc(&p->data, '\t'); break;
+		case 'u':
+			if (hex4(p, &cp) < 0)
+				return -1;
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				uint32_t lo;
+				if (p->n - p->pos < 2 || p->s[p->pos] != '\\' ||
+				    p->s[p->pos + 1] != 'u')
+					return jfail(p, "unpaired surrogate");
+				p->pos += 2;
+				if (hex4(p, &lo) < 0)
+					return -1;
+				if (lo < 0xdc00 || lo > 0xdfff)
+					return jfail(p, "unpaired surrogate");
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			} else if (cp >= 0xdc00 && cp <= 0xdfff) {
+				return jfail(p, "unpaired surrogate");
+			}
+			put_utf8(&p->data, cp);
+			break;
+		default:
+			return jfail(p, "bad escape '\\%c'", e);
+		}
+	}
+	if (p->data.oom)
+		return jfail(p, "out of memory");
+	*len = p->data.len - *off;
+	return 0;
+}
+
+static int b64val(char c)
+{
+	const char *q = c ? strchr(b64, c) : NULL;
+	return q ? (int)(q - b64) : -1;
+}
+
+/* Decodes base64 (with padding) in the data buffer, in place. */
+static int jbase64(struct jparser *p, size_t off, size_t len, size_t *outlen)
+{
+	if (len % 4)
+		return jfail(p, "base64 length is not a multiple of 4");
+	unsigned char *s = (unsigned char *)p->data.p + off, *o = s;
+	for (size_t i = 0; i < len; i += 4) {
+		int v[4];
+		int pad = 0;
+		for (int k = 0; k < 4; k++) {
+			char c = (char)s[i + (size_t)k];
+			if (c == '=' && i + 4 == len && k >= 2) {
+				v[k] = 0;
+				pad++;
+			} else if (pad || (v[k] = b64val(c)) < 0) {
+				return jfail(p, "bad base64 data");
+			}
+		}
+		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
+			     (uint32_t)v[2] << 6 | (uint32_t)v[3];
+		*o++ = (unsigned char)(w >> 16);
+		if (pad < 2)
+			*o++ = (unsigned char)(w >> 8);
+		if (pad < 1)
+			*o++ = (unsigned char)w;
+	}
+	*outlen = (size_t)(o - s);
+	return 0;
+}
+
+static long jvalue(struct jparser *p, int depth);
+
+static long jnumber(struct jparser *p)
+{
+	jws(p);
+	size_t start = p->pos;
+	bool is_float = false;
+	if (p->pos < p->n && p->s[p->pos] == '-')
+		p->pos++;
+	if (p->pos >= p->n || p->s[p->pos] < '0' || p->s[p->pos] > '9')
+		return jfail(p, "expected a value");
+	while (p->pos < p->n) {
+		char c = p->s[p->pos];
+		if (c == '.' || c == 'e' || c == 'E' || c == '+' ||
+		    (c == '-' && p->pos > start))
+			is_float = true;
+		else if (c < '0' || c > '9')
+			break;
+		p->pos++;
+	}
+	size_t k = p->pos - start;
+	if (k > 400)
+		return jfail(p, "number too long");
+	char tmp[408];
+	memcpy(tmp, p->s + start, k);
+	tmp[k] = '\0';
+	char *end;
+	errno = 0;
+	long id;
+	if (is_float) {
+		double d = strtod(tmp, &end);
+		if (*end)
+			return jfail(p, "bad number");
+		if ((id = jnew(p, J_F64)) < 0)
+			return -1;
+		p->nodes[id].v.d = d;
+	} else if (tmp[0] == '-') {
+		long long v = strtoll(tmp, &end, 10);
+		if (*end || errno == ERANGE)
+			return jfail(p, "integer out of range");
+		if ((id = jnew(p, v < 0 ? J_INT : J_UINT)) < 0)
+			return -1;
+		p->nodes[id].v.i = v;
+	} else {
+		unsigned long long v = strtoull(tmp, &end, 10);
+		if (*end || errno == ERANGE)
+			return jfail(p, "integer out of range");
+		if ((id = jnew(p, J_UINT)) < 0)
+			return -1;
+		p->nodes[id].v.u = v;
+	}
+	return id;
+}
+
+static bool data_is(struct jparser *p, size_t off, size_t len, const char *s)
+{
+	return strlen(s) == len && memcmp(p->data.p + off, s, len) == 0;
+}
+
+/* The special objects: {"$bin": ...}, {"$map": ...} and the others. */
+static long jspecial(struct jparser *p, size_t koff, size_t klen, int depth)
+{
+	long id;
+	size_t off, len;
+	if (jexpect(p, ':') < 0)
+		return -1;
+	if (data_is(p, koff, klen, "$bin") || data_is(p, koff, klen, "$strb")) {
+		bool bin = data_is(p, koff, klen, "$bin");
+		if (jstring(p, &off, &len) < 0 || jbase64(p, off, len, &len) < 0)
+			return -1;
+		if ((id = jnew(p, bin ? J_BIN : J_STR)) < 0)
+			return -1;
+		p->nodes[id].off = off;
+		p->nodes[id].len = len;
+	} else if (data_is(p, koff, klen, "$f32") || data_is(p, koff, klen, "$f64")) {
+		bool f32 = data_is(p, koff, klen, "$f32");
+		jws(p);
+		double d;
+		if (p->pos < p->n && p->s[p->pos] == '"') {
+			if (jstring(p, &off, &len) < 0)
+				return -1;
+			if (data_is(p, off, len, "nan"))
+				d = NAN;
+			else if (data_is(p, off, len, "inf"))
+				d = INFINITY;
+			else if (data_is(p, off, len, "-inf"))
+				d = -INFINITY;
+			else
+				return jfail(p, "expected nan, inf or -inf");
+		} else {
+			long n = jnumber(p);
+			if (n < 0)
+				return -1;
+			struct jnode *j = &p->nodes[n];
+			d = j->kind == J_F64 ? j->v.d : j->kind == J_UINT ?
+				(double)j->v.u : (double)j->v.i;
+			p->nnodes--;
+		}
+		if ((id = jnew(p, f32 ? J_F32 : J_F64)) < 0)
+			return -1;
+		p->nodes[id].v.d = d;
+	} else if (data_is(p, koff, klen, "$ext")) {
+		long t = jnumber(p);
+		if (t < 0)
+			return -1;
+		struct jnode *j = &p->nodes[t];
+		if ((j->kind != J_UINT && j->kind != J_INT) || j->v.i < -128 || j->v.i > 127)
+			return jfail(p, "$ext type must be an integer from -128 to 127");
+		int type = (int)j->v.i;
+		p->nnodes--;
+		if (jexpect(p, ',') < 0 || jstring(p, &off, &len) < 0)
+			return -1;
+		if (!data_is(p, off, len, "data"))
+			return jfail(p, "expected key \"data\" in $ext");
+		p->data.len = off;
+		if (jexpect(p, ':') < 0 || jstring(p, &off, &len) < 0 ||
+		    jbase64(p, off, len, &len) < 0)
+			return -1;
+		if ((id = jnew(p, J_EXT)) < 0)
+			return -1;
+		p->nodes[id].ext_type = type;
+		p->nodes[id].off = off;
+		p->nodes[id].len = len;
+	} else if (data_is(p, koff, klen, "$map")) {
+		if ((id = jnew(p, J_MAP)) < 0 || jexpect(p, '[') < 0)
+			return -1;
+		long last = -1;
+		uint32_t count = 0;
+		if (!jeat(p, ']')) {
+			do {
+				if (jexpect(p, '[') < 0)
+					return -1;
+				long k = jvalue(p, depth + 1);
+				if (k < 0 || jexpect(p, ',') < 0)
+					return -1;
+				long v = jvalue(p, depth + 1);
+				if (v < 0 || jexpect(p, ']') < 0)
+					return -1;
+				p->nodes[k].next = v;
+				if (last < 0)
+					p->nodes[id].first = k;
+				else
+					p->nodes[last].next = k;
+				last = v;
+				count += 2;
+			} while (jeat(p, ','));
+			if (jexpect(p, ']') < 0)
+				return -1;
+		}
+		p->nodes[id].count = count;
+	} else {
+		return jfail(p, "unknown special key '%.*s'", (int)(klen > 32 ? 32 : klen),
+			     p->data.p + koff);
+	}
+	if (jexpect(p, '}') < 0)
+		return -1;
+	return id;
+}
+
+static long jvalue(struct jparser *p, int depth)
+{
+	if (depth > SP_JSON_MAX_DEPTH)
+		return jfail(p, "nesting deeper than %d", SP_JSON_MAX_DEPTH);
+	jws(p);
+	if (p->pos >= p->n)
+		return jfail(p, "expected a value");
+	char c = p->s[p->pos];
+	long id;
+	if (c == '{') {
+		p->pos++;
+		if (jeat(p, '}'))
+			return jnew(p, J_MAP);
+		size_t koff, klen;
+		if (jstring(p, &koff, &klen) < 0)
+			return -1;
+		if (klen > 0 && p->data.p[koff] == '$')
+			return jspecial(p, koff, klen, depth);
+		if ((id = jnew(p, J_MAP)) < 0)
+			return -1;
+		long last = -1;
+		uint32_t count = 0;
+		for (;;) {
+			long k = jnew(p, J_STR);
+			if (k < 0)
+				return -1;
+			p->nodes[k].off = koff;
+			p->nodes[k].len = klen;
+			if (jexpect(p, ':') < 0)
+				return -1;
+			long v = jvalue(p, depth + 1);
+			if (v < 0)
+				return -1;
+			p->nodes[k].next = v;
+			if (last < 0)
+				p->nodes[id].first = k;
+			else
+				p->nodes[last].next = k;
+			last = v;
+			count += 2;
+			if (count >= UINT32_MAX - 2)
+				return jfail(p, "too many keys");
+			if (!jeat(p, ','))
+				break;
+			if (jstring(p, &koff, &klen) < 0)
+				return -1;
+			if (klen > 0 && p->data.p[koff] == '$')
+				return jfail(p, "a key starting with '$' outside a $map");
+		}
+		if (jexpect(p, '}') < 0)
+			return -1;
+		p->nodes[id].count = count;
+		return id;
+	}
+	if (c == '[') {
+		p->pos++;
+		if ((id = jnew(p, J_ARRAY)) < 0)
+			return -1;
+		if (jeat(p, ']'))
+			return id;
+		long last = -1;
+		uint32_t count = 0;
+		do {
+			long v = jvalue(p, depth + 1);
+			if (v < 0)
+				return -1;
+			if (last < 0)
+				p->nodes[id].first = v;
+			else
+				p->nodes[last].next = v;
+			last = v;
+			if (++count == UINT32_MAX)
+				return jfail(p, "too many elements");
+		} while (jeat(p, ','));
+		if (jexpect(p, ']') < 0)
+			return -1;
+		p->nodes[id].count = count;
+		return id;
+	}
+	if (c == '"') {
+		size_t off, len;
+		if (jstring(p, &off, &len) < 0 || (id = jnew(p, J_STR)) < 0)
+			return -1;
+		p->nodes[id].off = off;
+		p->nodes[id].len = len;
+		return id;
+	}
+	static const struct { const char *word; enum jkind kind; } words[] = {
+		{ "null", J_NIL }, { "true", J_TRUE }, { "false", J_FALSE },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		size_t wl = strlen(words[i].word);
+		if (p->n - p->pos >= wl && memcmp(p->s + p->pos, words[i].word, wl) == 0) {
+			p->pos += wl;
+			return jnew(p, words[i].kind);
+		}
+	}
+	return jnumber(p);
+}
+
+static void jpack(struct jparser *p, long id, msgpack_packer *pk)
+{
+	const struct jnode *j = &p->nodes[id];
+	const char *data = p->data.p + j->off;
+	switch (j->kind) {
+	case J_NIL: msgpack_pack_nil(pk); break;
+	case J_TRUE: msgpack_pack_true(pk); break;
+	case J_FALSE: msgpack_pack_false(pk); break;
+	case J_UINT: msgpack_pack_uint64(pk, j->v.u); break;
+	case J_INT: msgpack_pack_int64(pk, j->v.i); break;
+	case J_F64: msgpack_pack_double(pk, j->v.d); break;
+	case J_F32: msgpack_pack_float(pk, (float)j->v.d); break;
+	case J_STR:
+		msgpack_pack_str(pk, j->len);
+		msgpack_pack_str_body(pk, data, j->len);
+		break;
+	case J_BIN:
+		msgpack_pack_bin(pk, j->len);
+		msgpack_pack_bin_body(pk, data, j->len);
+		break;
+	case J_EXT:
+		msgpack_pack_ext(pk, j->len, (int8_t)j->ext_type);
+		msgpack_pack_ext_body(pk, data, j->len);
+		break;
+	case J_ARRAY:
+	case J_MAP:
+		if (j->kind == J_ARRAY)
+			msgpack_pack_array(pk, j->count);
+		else
+			msgpack_pack_map(pk, j->count / 2);
+		for (long c = j->first; c >= 0; c = p->nodes[c].next)
+			jpack(p, c, pk);
+		break;
+	}
+}
+
+int sp_json_parse(const char *text, size_t len, msgpack_packer *pk,
+		  char *err, size_t errlen)
+{
+	struct jparser p = { .s = text, .n = len, .err = err, .errlen = errlen };
+	sp_buf_init(&p.data);
+	if (errlen)
+		err[0] = '\0';
+	long root = jvalue(&p, 0);
+	if (root >= 0) {
+		jws(&p);
+		if (p.pos != p.n)
+			root = jfail(&p, "unexpected text after the value");
+	}
+	if (root >= 0 && p.data.oom)
+		root = jfail(&p, "out of memory");
+	if (root >= 0)
+		jpack(&p, root, pk);
+	free(p.nodes);
+	sp_buf_release(&p.data);
+	return root >= 0 ? 0 : -1;
+}

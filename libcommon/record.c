@@ -1,0 +1,212 @@
+/* Record types, the schema, and typed access to record values. */
+#include <string.h>
+
+#include "record.h"
+
+static const char *const rtype_names[SP_R_COUNT] = {
+	[SP_R_UNKNOWN] = "unknown",
+#define SP_X_NAME(e, s) [SP_R_##e] = s,
+	SP_RECORD_TYPES(SP_X_NAME)
+#undef SP_X_NAME
+};
+
+const struct sp_key_schema sp_key_schema[] = {
+#define SP_X_KEY(rt, k, vt, req) { SP_R_##rt, k, SP_V_##vt, req },
+	SP_RECORD_KEYS(SP_X_KEY)
+#undef SP_X_KEY
+};
+const size_t sp_key_schema_len = sizeof(sp_key_schema) / sizeof(sp_key_schema[0]);
+
+static const struct {
+	const char *name, *description;
+} error_kinds[SP_E_COUNT] = {
+#define SP_X_ERR(e, s, d) [SP_E_##e] = { s, d },
+	SP_ERROR_KINDS(SP_X_ERR)
+#undef SP_X_ERR
+};
+
+const char *sp_error_kind_name(enum sp_error_kind k)
+{
+	return k < SP_E_COUNT ? error_kinds[k].name : "unknown";
+}
+
+const char *sp_error_kind_description(enum sp_error_kind k)
+{
+	return k < SP_E_COUNT ? error_kinds[k].description : "unknown";
+}
+
+const char *sp_stage_name(enum sp_stage s)
+{
+	switch (s) {
+	case SP_STAGE_RAW: return "raw";
+	case SP_STAGE_UNWOUND: return "unwound";
+	case SP_STAGE_SYMBOLIZED: return "symbolized";
+	}
+	return "unknown";
+}
+
+const char *sp_vtype_name(enum sp_vtype v)
+{
+	switch (v) {
+	case SP_V_UINT: return "uint";
+	case SP_V_INT: return "int";
+	case SP_V_STR: return "str";
+	case SP_V_BIN: return "bin";
+	case SP_V_BOOL: return "bool";
+	case SP_V_ARRAY: return "array";
+	case SP_V_MAP: return "map";
+	case SP_V_UINT_OR_NIL: return "uint or nil";
+	}
+	return "unknown";
+}
+
+enum sp_rtype sp_rtype_from_name(const char *name, size_t len)
+{
+	for (int t = 1; t < SP_R_COUNT; t++)
+		if (strlen(rtype_names[t]) == len &&
+		    memcmp(rtype_names[t], name, len) == 0)
+			return (enum sp_rtype)t;
+	return SP_R_UNKNOWN;
+}
+
+const char *sp_rtype_name(enum sp_rtype t)
+{
+	return t < SP_R_COUNT ? rtype_names[t] : "unknown";
+}
+
+static bool vtype_matches(enum sp_vtype v, const msgpack_object *o)
+{
+	switch (v) {
+	case SP_V_UINT:
+		return o->type == MSGPACK_OBJECT_POSITIVE_INTEGER;
+	case SP_V_INT:
+		return o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		       o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER;
+	case SP_V_STR:
+		return o->type == MSGPACK_OBJECT_STR;
+	case SP_V_BIN:
+		return o->type == MSGPACK_OBJECT_BIN;
+	case SP_V_BOOL:
+		return o->type == MSGPACK_OBJECT_BOOLEAN;
+	case SP_V_ARRAY:
+		return o->type == MSGPACK_OBJECT_ARRAY;
+	case SP_V_MAP:
+		return o->type == MSGPACK_OBJECT_MAP;
+	case SP_V_UINT_OR_NIL:
+		return o->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		       o->type == MSGPACK_OBJECT_NIL;
+	}
+	return false;
+}
+
+int sp_record_validate(enum sp_rtype t, const msgpack_object *map,
+		       const char **why, const char **key)
+{
+	for (size_t i = 0; i < sp_key_schema_len; i++) {
+		const struct sp_key_schema *s = &sp_key_schema[i];
+		if (s->type != t)
+			continue;
+		const msgpack_object *v = sp_map_get(map, s->key);
+		if (!v) {
+			if (s->required) {
+				*why = "required key missing";
+				*key = s->key;
+				return -1;
+			}
+			continue;
+		}
+		if (!vtype_matches(s->vtype, v)) {
+			*why = "key has the wrong type";
+			*key = s->key;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+bool sp_obj_str_eq(const msgpack_object *o, const char *s)
+{
+	size_t n = strlen(s);
+	return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
+	       memcmp(o->via.str.ptr, s, n) == 0;
+}
+
+const msgpack_object *sp_map_get(const msgpack_object *map, const char *key)
+{
+	if (!map || map->type != MSGPACK_OBJECT_MAP)
+		return NULL;
+	size_t n = strlen(key);
+	const msgpack_object_kv *kv = map->via.map.ptr;
+	for (uint32_t i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *k = &kv[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+		    memcmp(k->via.str.ptr, key, n) == 0)
+			return &kv[i].val;
+	}
+	return NULL;
+}
+
+bool sp_map_u64(const msgpack_object *map, const char *key, uint64_t *out)
+{
+	const msgpack_object *v = sp_map_get(map, key);
+	if (!v || v->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return false;
+	*out = v->via.u64;
+	return true;
+}
+
+bool sp_map_i64(const msgpack_object *map, const char *key, int64_t *out)
+{
+	const msgpack_object *v = sp_map_get(map, key);
+	if (!v)
+		return false;
+	if (v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*out = v->via.i64;
+		return true;
+	}
+	if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER && v->via.u64 <= INT64_MAX) {
+		*out = (int64_t)v->via.u64;
+		return true;
+	}
+	return false;
+}
+
+bool sp_map_bool(const msgpack_object *map, const char *key, bool *out)
+{
+	const msgpack_object *v = sp_map_get(map, key);
+	if (!v || v->type != MSGPACK_OBJECT_BOOLEAN)
+		return false;
+	*out = v->via.boolean;
+	return true;
+}
+
+bool sp_map_str(const msgpack_object *map, const char *key,
+		const char **p, size_t *len)
+{
+	const msgpack_object *v = sp_map_get(map, key);
+	if (!v || v->type != MSGPACK_OBJECT_STR)
+		return false;
+	*p = v->via.str.ptr;
+	*len = v->via.str.size;
+	return true;
+}
+
+bool sp_map_bin(const msgpack_object *map, const char *key,
+		const void **p, size_t *len)
+{
+	const msgpack_object *v = sp_map_get(map, key);
+	if (!v || v->type != MSGPACK_OBJECT_BIN)
+		return false;
+	*p = v->via.bin.ptr;
+	*len = v->via.bin.size;
+	return true;
+}
+
+const msgpack_object_array *sp_map_array(const msgpack_object *map,
+					 const char *key)
+{
+	const msgpack_object *v = sp_map_get(map, key);
+	if (!v || v->type != MSGPACK_OBJECT_ARRAY)
+		return NULL;
+	return &v->via.array;
+}

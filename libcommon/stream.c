@@ -1,0 +1,638 @@
+/* The stream reader and writer (see stream.h and format/sp-stream.md). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "stream.h"
+
+#define READ_CHUNK (256u * 1024)
+#define WRITE_BUF (256u * 1024)
+
+struct sp_reader {
+	int fd;
+	char *name;
+	unsigned char *buf;
+	size_t cap, start, end;	/* unread bytes are buf[start..end) */
+	uint64_t buf_offset;	/* input offset of buf[0] */
+	size_t max_record;
+	uint64_t records;
+	bool eof, failed, seekable_growth;
+	bool saw_summary, have_header;
+	volatile int *stop;
+	int poll_ms;
+	msgpack_zone zone;
+	msgpack_object obj;
+	/* The current segment's header, kept in its own memory. */
+	char *hdr_raw;
+	msgpack_zone hdr_zone;
+	msgpack_object hdr_obj;
+	struct sp_header hdr;
+	char err[512];
+};
+
+static void reader_fail(struct sp_reader *r, uint64_t offset, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void reader_fail(struct sp_reader *r, uint64_t offset, const char *fmt, ...)
+{
+	int n = snprintf(r->err, sizeof(r->err), "byte offset %" PRIu64
+			 ", record %" PRIu64 ": ", offset, r->records);
+	va_list ap;
+	va_start(ap, fmt);
+	if (n > 0 && (size_t)n < sizeof(r->err))
+		vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+	va_end(ap);
+	r->failed = true;
+}
+
+struct sp_reader *sp_reader_new(int fd, const char *name)
+{
+	struct sp_reader *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->fd = fd;
+	r->name = strdup(name ? name : "-");
+	r->cap = READ_CHUNK;
+	r->buf = malloc(r->cap);
+	r->max_record = SP_DEFAULT_MAX_RECORD;
+	r->poll_ms = 100;
+	if (!r->name || !r->buf ||
+	    !msgpack_zone_init(&r->zone, 8192) ||
+	    !msgpack_zone_init(&r->hdr_zone, 2048)) {
+		free(r->name);
+		free(r->buf);
+		free(r);
+		return NULL;
+	}
+	struct stat st;
+	r->seekable_growth = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	return r;
+}
+
+void sp_reader_free(struct sp_reader *r)
+{
+	if (!r)
+		return;
+	msgpack_zone_destroy(&r->zone);
+	msgpack_zone_destroy(&r->hdr_zone);
+	free(r->hdr_raw);
+	free(r->buf);
+	free(r->name);
+	free(r);
+}
+
+void sp_reader_set_max_record(struct sp_reader *r, size_t bytes)
+{
+	r->max_record = bytes < 64 ? 64 : bytes;
+}
+
+void sp_reader_set_follow(struct sp_reader *r, volatile int *stop, int poll_ms)
+{
+	static volatile int never;
+	r->stop = stop ? stop : &never;
+	r->poll_ms = poll_ms > 0 ? poll_ms : 100;
+}
+
+const char *sp_reader_error(const struct sp_reader *r)
+{
+	return r->err;
+}
+
+uint64_t sp_reader_offset(const struct sp_reader *r)
+{
+	return r->buf_offset + r->start;
+}
+
+uint64_t sp_reader_records(const struct sp_reader *r)
+{
+	return r->records;
+}
+
+const struct sp_header *sp_reader_header(const struct sp_reader *r)
+{
+	return r->have_header ? &r->hdr : NULL;
+}
+
+bool sp_reader_saw_summary(const struct sp_reader *r)
+{
+	return r->saw_summary;
+}
+
+/*
+ * Reads more input after the unread bytes.  Returns 1 when bytes were
+ * added, 0 at the end of the input, -1 on a read error.
+ */
+static int reader_fill(struct sp_reader *r)
+{
+	if (r->start > 0 && (r->start == r->end || r->cap - r->end < READ_CHUNK / 4)) {
+		memmove(r->buf, r->buf + r->start, r->end - r->start);
+		r->buf_offset += r->start;
+		r->end -= r->start;
+		r->start = 0;
+	}
+	if (r->end == r->cap) {
+		size_t ncap = r->cap * 2;
+		if (ncap > r->max_record + READ_CHUNK)
+			ncap = r->max_record + READ_CHUNK;
+		if (ncap <= r->cap)
+			return 0;	/* caller reports the size limit */
+		unsigned char *nb = realloc(r->buf, ncap);
+		if (!nb) {
+			reader_fail(r, sp_reader_offset(r), "out of memory");
+			return -1;
+		}
+		r->buf = nb;
+		r->cap = ncap;
+	}
+	for (;;) {
+		ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
+		if (n > 0) {
+			r->end += (size_t)n;
+			return 1;
+		}
+		if (n < 0 && errno != EINTR) {
+			reader_fail(r, sp_reader_offset(r), "read error: %s",
+				    strerror(errno));
+			return -1;
+		}
+		if (r->stop && *r->stop)
+			return 0;
+		if (n < 0)
+			continue;
+		/* End of input.  In follow mode a regular file may grow. */
+		if (!r->stop || !r->seekable_growth)
+			return 0;
+		struct timespec ts = { r->poll_ms / 1000,
+				       (long)(r->poll_ms % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+}
+
+static const char *first_byte_kind(unsigned char b)
+{
+	if (b <= 0x7f || b >= 0xe0 || (b >= 0xcc && b <= 0xd3))
+		return "an integer";
+	if ((b >= 0x90 && b <= 0x9f) || b == 0xdc || b == 0xdd)
+		return "an array";
+	if ((b >= 0xa0 && b <= 0xbf) || (b >= 0xd9 && b <= 0xdb))
+		return "a string";
+	if (b >= 0xc4 && b <= 0xc6)
+		return "binary data";
+	if (b == 0xc0)
+		return "nil";
+	if (b == 0xc2 || b == 0xc3)
+		return "a boolean";
+	if (b == 0xca || b == 0xcb)
+		return "a float";
+	if (b == 0xc1)
+		return "the never-used byte 0xc1";
+	return "an extension value";
+}
+
+static bool is_map_byte(unsigned char b)
+{
+	return (b >= 0x80 && b <= 0x8f) || b == 0xde || b == 0xdf;
+}
+
+/* Checks and keeps a header record; returns -1 after reader_fail(). */
+static int reader_take_header(struct sp_reader *r, const struct sp_record *rec)
+{
+	const msgpack_object *m = rec->map;
+	const char *s;
+	size_t n;
+
+	sp_map_str(m, "format", &s, &n);
+	if (n != strlen(SP_FORMAT_NAME) || memcmp(s, SP_FORMAT_NAME, n) != 0) {
+		reader_fail(r, rec->offset, "foreign format '%.*s' (expected '%s')",
+			    (int)(n > 64 ? 64 : n), s, SP_FORMAT_NAME);
+		return -1;
+	}
+	const msgpack_object_array *v = sp_map_array(m, "version");
+	if (v->size < 2 || v->ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+	    v->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
+		reader_fail(r, rec->offset, "header 'version' is not [major, minor]");
+		return -1;
+	}
+	uint64_t major = v->ptr[0].via.u64, minor = v->ptr[1].via.u64;
+	if (major != SP_FORMAT_MAJOR) {
+		reader_fail(r, rec->offset, "stream format version %" PRIu64 ".%" PRIu64
+			    " is not supported (this reader knows version %d.x)",
+			    major, minor, SP_FORMAT_MAJOR);
+		return -1;
+	}
+	enum sp_stage stage;
+	if (sp_map_str(m, "stage", &s, &n) && n == 3 && !memcmp(s, "raw", 3))
+		stage = SP_STAGE_RAW;
+	else if (n == 7 && !memcmp(s, "unwound", 7))
+		stage = SP_STAGE_UNWOUND;
+	else if (n == 10 && !memcmp(s, "symbolized", 10))
+		stage = SP_STAGE_SYMBOLIZED;
+	else {
+		reader_fail(r, rec->offset, "unknown stage '%.*s' in header",
+			    (int)(n > 64 ? 64 : n), s);
+		return -1;
+	}
+
+	char *copy = malloc(rec->raw_len);
+	if (!copy) {
+		reader_fail(r, rec->offset, "out of memory");
+		return -1;
+	}
+	memcpy(copy, rec->raw, rec->raw_len);
+	msgpack_zone_clear(&r->hdr_zone);
+	size_t off = 0;
+	if (msgpack_unpack(copy, rec->raw_len, &off, &r->hdr_zone, &r->hdr_obj) < 0) {
+		free(copy);
+		reader_fail(r, rec->offset, "out of memory");
+		return -1;
+	}
+	free(r->hdr_raw);
+	r->hdr_raw = copy;
+	r->hdr.major = (unsigned)major;
+	r->hdr.minor = minor > UINT32_MAX ? UINT32_MAX : (unsigned)minor;
+	r->hdr.stage = stage;
+	r->hdr.map = &r->hdr_obj;
+	r->have_header = true;
+	r->saw_summary = false;
+	return 0;
+}
+
+enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
+{
+	if (r->failed)
+		return SP_READ_ERROR;
+	msgpack_zone_clear(&r->zone);
+
+	long len;
+	const char *why = NULL;
+	for (;;) {
+		size_t avail = r->end - r->start;
+		if (avail > 0 && !is_map_byte(r->buf[r->start])) {
+			unsigned char b = r->buf[r->start];
+			if (r->records == 0 && avail >= 8 &&
+			    memcmp(r->buf + r->start, "PERFILE2", 8) == 0)
+				reader_fail(r, sp_reader_offset(r),
+					    "this is a perf.data file, not a stackpulse stream");
+			else
+				reader_fail(r, sp_reader_offset(r),
+					    "expected a record (a MessagePack map), found %s (byte 0x%02x)%s",
+					    first_byte_kind(b), b,
+					    r->records == 0 ? ": not a stackpulse stream" : "");
+			return SP_READ_ERROR;
+		}
+		len = avail ? sp_msgpack_frame(r->buf + r->start, avail,
+					       SP_MAX_DEPTH, &why) : 0;
+		if (len < 0) {
+			reader_fail(r, sp_reader_offset(r), "malformed record: %s", why);
+			return SP_READ_ERROR;
+		}
+		if (len > 0)
+			break;
+		if (avail >= r->max_record) {
+			reader_fail(r, sp_reader_offset(r),
+				    "record larger than the limit of %zu bytes", r->max_record);
+			return SP_READ_ERROR;
+		}
+		int f = reader_fill(r);
+		if (f < 0)
+			return SP_READ_ERROR;
+		if (f == 0) {
+			if (r->end - r->start >= r->max_record) {
+				reader_fail(r, sp_reader_offset(r),
+					    "record larger than the limit of %zu bytes",
+					    r->max_record);
+				return SP_READ_ERROR;
+			}
+			if (r->end == r->start) {
+				r->eof = true;
+				return SP_READ_END;
+			}
+			reader_fail(r, sp_reader_offset(r),
+				    "stream ends inside a record (%zu bytes of an incomplete record)",
+				    r->end - r->start);
+			return SP_READ_ERROR;
+		}
+	}
+	if ((size_t)len > r->max_record) {
+		reader_fail(r, sp_reader_offset(r),
+			    "record of %ld bytes is larger than the limit of %zu bytes",
+			    len, r->max_record);
+		return SP_READ_ERROR;
+	}
+
+	const char *raw = (const char *)r->buf + r->start;
+	size_t off = 0;
+	if (msgpack_unpack(raw, (size_t)len, &off, &r->zone, &r->obj) < 0) {
+		reader_fail(r, sp_reader_offset(r), "out of memory decoding a record");
+		return SP_READ_ERROR;
+	}
+	memset(rec, 0, sizeof(*rec));
+	rec->map = &r->obj;
+	rec->raw = raw;
+	rec->raw_len = (size_t)len;
+	rec->offset = sp_reader_offset(r);
+	rec->index = r->records;
+
+	const msgpack_object *t = sp_map_get(rec->map, "t");
+	if (!t || t->type != MSGPACK_OBJECT_STR) {
+		reader_fail(r, rec->offset, t ? "record type key 't' is not a string"
+					      : "record has no type key 't'");
+		return SP_READ_ERROR;
+	}
+	rec->type_name = t->via.str.ptr;
+	rec->type_len = t->via.str.size;
+	rec->type = sp_rtype_from_name(rec->type_name, rec->type_len);
+	const char *key = NULL;
+	if (rec->type != SP_R_UNKNOWN &&
+	    sp_record_validate(rec->type, rec->map, &why, &key) < 0) {
+		reader_fail(r, rec->offset, "%s record: %s '%s'",
+			    sp_rtype_name(rec->type), why, key);
+		return SP_READ_ERROR;
+	}
+	if (rec->type == SP_R_HEADER) {
+		if (reader_take_header(r, rec) < 0)
+			return SP_READ_ERROR;
+	} else if (!r->have_header) {
+		reader_fail(r, rec->offset,
+			    "stream does not start with a header record (found '%.*s')",
+			    (int)(rec->type_len > 64 ? 64 : rec->type_len), rec->type_name);
+		return SP_READ_ERROR;
+	}
+	if (rec->type == SP_R_SUMMARY)
+		r->saw_summary = true;
+
+	r->start += (size_t)len;
+	r->records++;
+	return SP_READ_RECORD;
+}
+
+/* Reads a big-endian unsigned integer of n bytes. */
+static uint64_t be(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+long sp_msgpack_frame(const unsigned char *p, size_t len, int max_depth,
+		      const char **why)
+{
+	uint64_t left[SP_MAX_DEPTH + 1];
+	int depth = 0;
+	size_t pos = 0;
+
+	if (max_depth > SP_MAX_DEPTH)
+		max_depth = SP_MAX_DEPTH;
+	left[0] = 1;
+	while (depth >= 0) {
+		if (pos >= len)
+			return 0;
+		unsigned char b = p[pos];
+		uint64_t head = 1, body = 0, children = 0;
+
+		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
+			/* one-byte value */
+		} else if (b <= 0x8f) {
+			children = 2u * (b & 0x0f);
+		} else if (b <= 0x9f) {
+			children = b & 0x0f;
+		} else if (b <= 0xbf) {
+			body = b & 0x1f;
+		} else {
+			static const signed char lenbytes[] = {
+				/* c4-c6 bin */ 1, 2, 4,
+				/* c7-c9 ext */ 1, 2, 4,
+			};
+			switch (b) {
+			case 0xc1:
+				*why = "byte 0xc1 is never used in MessagePack";
+				return -1;
+			case 0xc4: case 0xc5: case 0xc6:
+			case 0xc7: case 0xc8: case 0xc9: {
+				int n = lenbytes[b - 0xc4];
+				head = 1 + (uint64_t)n + (b >= 0xc7);
+				if (pos + 1 + (size_t)n > len)
+					return 0;
+				body = be(p + pos + 1, n);
+				break;
+			}
+			case 0xca: body = 4; break;
+			case 0xcb: body = 8; break;
+			case 0xcc: case 0xd0: body = 1; break;
+			case 0xcd: case 0xd1: body = 2; break;
+			case 0xce: case 0xd2: body = 4; break;
+			case 0xcf: case 0xd3: body = 8; break;
+			case 0xd4: body = 2; break;
+			case 0xd5: body = 3; break;
+			case 0xd6: body = 5; break;
+			case 0xd7: body = 9; break;
+			case 0xd8: body = 17; break;
+			case 0xd9: case 0xda: case 0xdb: {
+				int n = 1 << (b - 0xd9);
+				head = 1 + (uint64_t)n;
+				if (pos + 1 + (size_t)n > len)
+					return 0;
+				body = be(p + pos + 1, n);
+				break;
+			}
+			case 0xdc: case 0xdd: case 0xde: case 0xdf: {
+				int n = (b & 1) ? 4 : 2;
+				head = 1 + (uint64_t)n;
+				if (pos + 1 + (size_t)n > len)
+					return 0;
+				children = be(p + pos + 1, n);
+				if (b >= 0xde)
+					children *= 2;
+				break;
+			}
+			}
+		}
+		if (head + body > len - pos)
+			return 0;
+		pos += (size_t)(head + body);
+		if (children > 0) {
+			/* Every element takes at least one byte. */
+			if (children > len - pos)
+				return 0;
+			if (depth + 1 > max_depth) {
+				*why = "nesting deeper than the limit";
+				return -1;
+			}
+			left[depth]--;
+			left[++depth] = children;
+			continue;
+		}
+		left[depth]--;
+		while (depth >= 0 && left[depth] == 0)
+			depth--;
+	}
+	return (long)pos;
+}
+
+/* The writer. */
+
+struct sp_writer {
+	int fd;
+	char *name;
+	char *buf;
+	size_t len;
+	uint64_t bytes;
+	int err;	/* errno of the first failure, sticky */
+	msgpack_packer pk;
+	char msg[512];
+};
+
+static int write_all(struct sp_writer *w, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(w->fd, p, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			w->err = errno;
+			snprintf(w->msg, sizeof(w->msg), "write error on '%s': %s",
+				 w->name, strerror(errno));
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int sp_writer_flush(struct sp_writer *w)
+{
+	if (w->err) {
+		errno = w->err;
+		return -1;
+	}
+	if (w->len > 0 && write_all(w, w->buf, w->len) < 0) {
+		w->len = 0;
+		errno = w->err;
+		return -1;
+	}
+	w->len = 0;
+	return 0;
+}
+
+int sp_writer_raw(struct sp_writer *w, const void *p, size_t n)
+{
+	if (w->err) {
+		errno = w->err;
+		return -1;
+	}
+	w->bytes += n;
+	if (n > WRITE_BUF - w->len) {
+		if (sp_writer_flush(w) < 0)
+			return -1;
+		if (n >= WRITE_BUF)
+			return write_all(w, p, n);
+	}
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+	return 0;
+}
+
+static int packer_write(void *data, const char *buf, size_t len)
+{
+	return sp_writer_raw(data, buf, len) < 0 ? -1 : 0;
+}
+
+struct sp_writer *sp_writer_new(int fd, const char *name)
+{
+	struct sp_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->fd = fd;
+	w->name = strdup(name ? name : "-");
+	w->buf = malloc(WRITE_BUF);
+	if (!w->name || !w->buf) {
+		free(w->name);
+		free(w->buf);
+		free(w);
+		return NULL;
+	}
+	msgpack_packer_init(&w->pk, w, packer_write);
+	return w;
+}
+
+int sp_writer_close(struct sp_writer *w)
+{
+	if (!w)
+		return 0;
+	int rc = sp_writer_flush(w);
+	int e = errno;
+	free(w->buf);
+	free(w->name);
+	free(w);
+	errno = e;
+	return rc;
+}
+
+msgpack_packer *sp_writer_packer(struct sp_writer *w)
+{
+	return &w->pk;
+}
+
+const char *sp_writer_error(const struct sp_writer *w)
+{
+	return w->msg;
+}
+
+uint64_t sp_writer_bytes(const struct sp_writer *w)
+{
+	return w->bytes;
+}
+
+void sp_pack_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+void sp_pack_key(msgpack_packer *pk, const char *key)
+{
+	sp_pack_str(pk, key);
+}
+
+void sp_pack_kv_u64(msgpack_packer *pk, const char *key, uint64_t v)
+{
+	sp_pack_key(pk, key);
+	msgpack_pack_uint64(pk, v);
+}
+
+void sp_pack_kv_i64(msgpack_packer *pk, const char *key, int64_t v)
+{
+	sp_pack_key(pk, key);
+	msgpack_pack_int64(pk, v);
+}
+
+void sp_pack_kv_str(msgpack_packer *pk, const char *key, const char *s)
+{
+	sp_pack_key(pk, key);
+	sp_pack_str(pk, s);
+}
+
+void sp_pack_kv_bool(msgpack_packer *pk, const char *key, bool v)
+{
+	sp_pack_key(pk, key);
+	if (v)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+}
+
+void sp_pack_kv_bin(msgpack_packer *pk, const char *key, const void *p, size_t len)
+{
+	sp_pack_key(pk, key);
+	msgpack_pack_bin(pk, len);
+	msgpack_pack_bin_body(pk, p, len);
+}

@@ -1,0 +1,150 @@
+/*
+ * The stackpulse stream: a reader and a writer for the sequence of
+ * MessagePack maps described in format/sp-stream.md.
+ *
+ * This is the core layer: nothing here prints or exits.  Every function
+ * returns a status and keeps a message on its handle.
+ */
+#ifndef SP_STREAM_H
+#define SP_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <msgpack.h>
+
+#include "record.h"
+
+/* The format this code reads and writes. */
+#define SP_FORMAT_NAME "stackpulse"
+#define SP_FORMAT_MAJOR 1
+#define SP_FORMAT_MINOR 0
+
+/* Default limits of a reader (both configurable). */
+#define SP_DEFAULT_MAX_RECORD (1u << 20)	/* bytes in one record */
+#define SP_MAX_DEPTH 16				/* nesting of one record */
+
+struct sp_reader;
+struct sp_writer;
+
+/*
+ * One record as the reader hands it out.  Everything it points to stays
+ * valid until the next call of sp_reader_next() or sp_reader_free().
+ */
+struct sp_record {
+	enum sp_rtype type;	/* SP_R_UNKNOWN for a type this code does not know */
+	const char *type_name;	/* the value of the "t" key, not terminated */
+	size_t type_len;
+	const msgpack_object *map;	/* the whole record */
+	const char *raw;	/* its exact bytes, for passing it through */
+	size_t raw_len;
+	uint64_t offset;	/* byte offset of the record in the input */
+	uint64_t index;		/* 0-based record index in the input */
+};
+
+/* What sp_reader_next() returns. */
+enum sp_read_status {
+	SP_READ_RECORD = 1,	/* *rec holds the next record */
+	SP_READ_END = 0,	/* clean end of input at a record boundary */
+	SP_READ_ERROR = -1,	/* bad input or I/O error; see sp_reader_error() */
+};
+
+/*
+ * Opens a reader on fd, which the reader does not close.  name is how
+ * messages refer to the input ("-" or a file name) and is copied.
+ * Returns NULL only when memory runs out.
+ */
+struct sp_reader *sp_reader_new(int fd, const char *name);
+
+/* Frees the reader and everything it handed out. */
+void sp_reader_free(struct sp_reader *r);
+
+/* The largest record accepted (default SP_DEFAULT_MAX_RECORD). */
+void sp_reader_set_max_record(struct sp_reader *r, size_t bytes);
+
+/*
+ * Follow mode: at the end of the input, wait for more to be written
+ * instead of ending.  The wait ends (as a clean end or, in the middle
+ * of a record, as a truncation) when *stop becomes nonzero; stop may be
+ * NULL.  poll_ms is how often a regular file is checked for growth.
+ */
+void sp_reader_set_follow(struct sp_reader *r, volatile int *stop, int poll_ms);
+
+/*
+ * Reads the next record into *rec.  A header record is checked
+ * (format name, major version, stage) and starts a new segment.
+ * A record of a known type is checked for its required keys.
+ * After SP_READ_ERROR the reader stays in the error state: the stream
+ * cannot be resynchronised, since MessagePack has no markers.
+ */
+enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec);
+
+/*
+ * The message of the last error: "byte offset N, record M: ...".
+ * Valid until the reader is freed.
+ */
+const char *sp_reader_error(const struct sp_reader *r);
+
+/* Byte offset of the next unread byte and the number of records read. */
+uint64_t sp_reader_offset(const struct sp_reader *r);
+uint64_t sp_reader_records(const struct sp_reader *r);
+
+/*
+ * The header of the current segment (NULL before the first one) and its
+ * stage.  The header stays valid until the next header is read.
+ */
+const struct sp_header *sp_reader_header(const struct sp_reader *r);
+
+/* Whether the last segment read ended with a summary record. */
+bool sp_reader_saw_summary(const struct sp_reader *r);
+
+/*
+ * Checks bytes for one complete, well-formed MessagePack object of at
+ * most max_depth nesting.  Returns its length; 0 when more bytes are
+ * needed; -1 when the bytes cannot start a valid object (*why says why,
+ * a static string).  Needs no memory: a declared element count larger
+ * than the bytes that follow is simply incomplete.
+ */
+long sp_msgpack_frame(const unsigned char *p, size_t len, int max_depth,
+		      const char **why);
+
+/*
+ * A buffered writer on fd (not closed by the writer).  Output is written
+ * when the buffer fills and on sp_writer_flush().  name is used in
+ * messages.  Returns NULL only when memory runs out.
+ */
+struct sp_writer *sp_writer_new(int fd, const char *name);
+
+/* Flushes what is buffered, then frees; returns sp_writer_flush()'s status. */
+int sp_writer_close(struct sp_writer *w);
+
+/*
+ * The msgpack packer that appends to the writer's buffer.  A write error
+ * while packing is remembered and returned by the next flush.
+ */
+msgpack_packer *sp_writer_packer(struct sp_writer *w);
+
+/* Appends bytes exactly as given (a record passed through). */
+int sp_writer_raw(struct sp_writer *w, const void *p, size_t len);
+
+/*
+ * Writes out everything buffered.  Returns 0, or -1 with errno set
+ * (EPIPE, ENOSPC, ...) and a message in sp_writer_error().  After an
+ * error every later call fails the same way.
+ */
+int sp_writer_flush(struct sp_writer *w);
+const char *sp_writer_error(const struct sp_writer *w);
+
+/* Bytes accepted so far (written or buffered). */
+uint64_t sp_writer_bytes(const struct sp_writer *w);
+
+/* Packing helpers for the short-string keys the format uses. */
+void sp_pack_key(msgpack_packer *pk, const char *key);
+void sp_pack_str(msgpack_packer *pk, const char *s);
+void sp_pack_kv_u64(msgpack_packer *pk, const char *key, uint64_t v);
+void sp_pack_kv_i64(msgpack_packer *pk, const char *key, int64_t v);
+void sp_pack_kv_str(msgpack_packer *pk, const char *key, const char *s);
+void sp_pack_kv_bool(msgpack_packer *pk, const char *key, bool v);
+void sp_pack_kv_bin(msgpack_packer *pk, const char *key, const void *p, size_t len);
+
+#endif

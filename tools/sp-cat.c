@@ -1,0 +1,281 @@
+/*
+ * sp-cat: shows any stackpulse stream as JSON lines, one record a line,
+ * and with --from-json turns such lines back into the exact stream.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "header.h"
+#include "json.h"
+#include "stream.h"
+#include "tool.h"
+
+/* The longest JSON line --from-json accepts. */
+#define MAX_JSON_LINE (16u << 20)
+
+static void usage(void)
+{
+	printf("Usage: %s [options] [FILE...]\n"
+	       "       %s --from-json [options] [FILE...]\n"
+	       "Show stackpulse streams as JSON lines, or build a stream from them.\n"
+	       "FILE is '-' or absent for standard input; several are read in turn.\n"
+	       "\n"
+	       "  -j, --from-json        read JSON lines and write the stream they render\n"
+	       "  -t, --type TYPE[,...]  show only records of these types (e.g. sample,map)\n"
+	       "  -o, --output FILE      write to FILE instead of standard output\n"
+	       "      --max-record BYTES largest record accepted (default %u)\n"
+	       "  -h, --help             show this help\n"
+	       "  -V, --version          show the version\n"
+	       "\n" SP_EXIT_STATUS_HELP,
+	       sp_progname, sp_progname, SP_DEFAULT_MAX_RECORD);
+}
+
+struct options {
+	bool from_json;
+	const char *output;
+	char **types;	/* [0] owns the text, names from [1] to NULL; NULL for all */
+	size_t max_record;
+};
+
+static bool type_wanted(const struct options *o, const struct sp_record *rec)
+{
+	if (!o->types)
+		return true;
+	for (char **t = o->types + 1; *t; t++)
+		if (strlen(*t) == rec->type_len &&
+		    memcmp(*t, rec->type_name, rec->type_len) == 0)
+			return true;
+	return false;
+}
+
+/* Writes one input's records as JSON lines; returns an exit status. */
+static int stream_to_json(const struct options *o, const char *path, FILE *out)
+{
+	int fd = sp_open_input(path);
+	const char *name = path ? path : "-";
+	struct sp_reader *r = sp_reader_new(fd, name);
+	if (!r)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	sp_reader_set_max_record(r, o->max_record);
+
+	struct sp_buf line;
+	sp_buf_init(&line);
+	struct sp_record rec;
+	enum sp_read_status st;
+	int status = SP_EXIT_OK;
+	while ((st = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
+		if (!type_wanted(o, &rec))
+			continue;
+		line.len = 0;
+		if (sp_json_render(rec.map, &line) < 0)
+			sp_die(SP_EXIT_FATAL, "out of memory rendering a record");
+		sp_buf_addc(&line, '\n');
+		if (fwrite(line.p, 1, line.len, out) != line.len)
+			break;
+	}
+	if (st == SP_READ_ERROR) {
+		sp_warn("'%s': %s", name, sp_reader_error(r));
+		status = SP_EXIT_PARTIAL;
+	} else if (st == SP_READ_END && sp_reader_records(r) > 0 &&
+		   !sp_reader_saw_summary(r)) {
+		sp_warn("'%s': stream ends without a summary record after %llu records: "
+			"it was cut short, and its counts are lower bounds", name,
+			(unsigned long long)sp_reader_records(r));
+		status = SP_EXIT_PARTIAL;
+	}
+	sp_buf_release(&line);
+	sp_reader_free(r);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return status;
+}
+
+/*
+ * Reads the next line of fd into line (without the newline).  Returns 1
+ * for a line, 0 at the end, -1 for a line over the limit or a read error.
+ */
+static int read_line(int fd, struct sp_buf *in, size_t *pos, struct sp_buf *line,
+		     bool *eof)
+{
+	line->len = 0;
+	for (;;) {
+		char *nl = in->len > *pos ? memchr(in->p + *pos, '\n', in->len - *pos) : NULL;
+		if (nl) {
+			size_t n = (size_t)(nl - (in->p + *pos));
+			sp_buf_add(line, in->p + *pos, n);
+			*pos += n + 1;
+			return 1;
+		}
+		if (*eof) {
+			if (in->len == *pos)
+				return 0;
+			sp_buf_add(line, in->p + *pos, in->len - *pos);
+			*pos = in->len;
+			return 1;
+		}
+		if (in->len - *pos > MAX_JSON_LINE)
+			return -1;
+		/* Keep only the unread part, then read more. */
+		memmove(in->p, in->p + *pos, in->len - *pos);
+		in->len -= *pos;
+		*pos = 0;
+		char chunk[65536];
+		ssize_t k = read(fd, chunk, sizeof(chunk));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			*eof = true;
+		else
+			sp_buf_add(in, chunk, (size_t)k);
+		if (in->oom)
+			return -1;
+	}
+}
+
+/* Turns one input's JSON lines into records; returns an exit status. */
+static int json_to_stream(const char *path, struct sp_writer *w)
+{
+	int fd = sp_open_input(path);
+	const char *name = path ? path : "-";
+	struct sp_buf in, line;
+	sp_buf_init(&in);
+	sp_buf_init(&line);
+	size_t pos = 0;
+	bool eof = false;
+	unsigned long lineno = 0, records = 0;
+	int status = SP_EXIT_OK, got;
+	char err[256];
+
+	while ((got = read_line(fd, &in, &pos, &line, &eof)) > 0) {
+		lineno++;
+		size_t n = line.len;
+		while (n > 0 && (line.p[n - 1] == '\r' || line.p[n - 1] == ' '))
+			n--;
+		if (n == 0)
+			continue;
+		if (sp_json_parse(line.p, n, sp_writer_packer(w), err, sizeof(err)) < 0) {
+			sp_warn("'%s': line %lu: %s (the %lu records before it were written)",
+				name, lineno, err, records);
+			status = SP_EXIT_PARTIAL;
+			break;
+		}
+		records++;
+	}
+	if (got < 0) {
+		sp_warn("'%s': line %lu: %s", name, lineno + 1,
+			errno ? strerror(errno) : "line longer than the limit");
+		status = SP_EXIT_PARTIAL;
+	}
+	sp_buf_release(&in);
+	sp_buf_release(&line);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return status;
+}
+
+static char **split_types(const char *arg)
+{
+	size_t n = 1;
+	for (const char *p = arg; *p; p++)
+		n += *p == ',';
+	/* v[0] keeps the copy that the tokens point into. */
+	char **v = sp_xcalloc(n + 2, sizeof(*v));
+	char *copy = sp_xstrdup(arg), *save = NULL, *tok;
+	size_t i = 1;
+	v[0] = copy;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		v[i++] = tok;
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "from-json", no_argument, NULL, 'j' },
+		{ "type", required_argument, NULL, 't' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "max-record", required_argument, NULL, 'M' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct options o = { .max_record = SP_DEFAULT_MAX_RECORD };
+	int c;
+	uint64_t v;
+
+	sp_tool_init(argv[0]);
+	while ((c = getopt_long(argc, argv, "jt:o:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j': o.from_json = true; break;
+		case 't':
+			if (o.types) {
+				free(o.types[0]);
+				free(o.types);
+			}
+			o.types = split_types(optarg);
+			break;
+		case 'o': o.output = optarg; break;
+		case 'M':
+			if (sp_parse_u64(optarg, 1u << 30, &v) < 0 || v < 64)
+				sp_usage_error("invalid --max-record '%s' (64 to 1073741824)",
+					       optarg);
+			o.max_record = (size_t)v;
+			break;
+		case 'h': usage(); return SP_EXIT_OK;
+		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		default:
+			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
+			return SP_EXIT_USAGE;
+		}
+	}
+	if (o.from_json && o.types)
+		sp_usage_error("--type applies to showing a stream, not to --from-json");
+
+	int nin = argc - optind;
+	int status = SP_EXIT_OK;
+	int outfd = sp_open_output(o.output, o.from_json);
+	if (o.from_json) {
+		struct sp_writer *w = sp_writer_new(outfd, o.output ? o.output : "-");
+		if (!w)
+			sp_die(SP_EXIT_FATAL, "out of memory");
+		for (int i = 0; i < (nin ? nin : 1); i++) {
+			int s = json_to_stream(nin ? argv[optind + i] : NULL, w);
+			if (s > status)
+				status = s;
+		}
+		if (sp_writer_close(w) < 0) {
+			sp_warn("cannot write the stream to '%s': %s",
+				o.output ? o.output : "-", strerror(errno));
+			status = SP_EXIT_FATAL;
+		}
+	} else {
+		FILE *out = fdopen(outfd, "w");
+		if (!out)
+			sp_die(SP_EXIT_FATAL, "cannot open the output: %s", strerror(errno));
+		setvbuf(out, NULL, _IOFBF, 1 << 16);
+		for (int i = 0; i < (nin ? nin : 1); i++) {
+			int s = stream_to_json(&o, nin ? argv[optind + i] : NULL, out);
+			if (s > status)
+				status = s;
+			if (ferror(out))
+				break;
+		}
+		if (fflush(out) != 0 || ferror(out)) {
+			sp_warn("cannot write to '%s': %s", o.output ? o.output : "-",
+				strerror(errno));
+			status = SP_EXIT_FATAL;
+		}
+		fclose(out);
+	}
+	if (o.types) {
+		free(o.types[0]);
+		free(o.types);
+	}
+	return status;
+}
