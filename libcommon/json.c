@@ -165,7 +165,12 @@ static void add_double(struct sp_buf *b, double d)
 			       d > 0 ? "{\"$f64\":\"inf\"}" : "{\"$f64\":\"-inf\"}");
 		return;
 	}
-	snprintf(tmp, sizeof(tmp), "%.17g", d);
+	/* The shortest form that reads back as the same double. */
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*g", prec, d);
+		if (strtod(tmp, NULL) == d)
+			break;
+	}
 	sp_buf_adds(b, tmp);
 	if (!strpbrk(tmp, ".e"))
 		sp_buf_adds(b, ".0");

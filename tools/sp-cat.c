@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ static void usage(void)
 	       "\n"
 	       "  -j, --from-json        read JSON lines and write the stream they render\n"
 	       "  -t, --type TYPE[,...]  show only records of these types (e.g. sample,map)\n"
+	       "  -f, --follow           keep reading a file that is still being written;\n"
+	       "                         end at its summary record or on SIGINT\n"
 	       "  -o, --output FILE      write to FILE instead of standard output\n"
 	       "      --max-record BYTES largest record accepted (default %u)\n"
 	       "  -h, --help             show this help\n"
@@ -34,8 +37,16 @@ static void usage(void)
 	       sp_progname, sp_progname, SP_DEFAULT_MAX_RECORD);
 }
 
+static volatile int interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
 struct options {
-	bool from_json;
+	bool from_json, follow;
 	const char *output;
 	char **types;	/* [0] owns the text, names from [1] to NULL; NULL for all */
 	size_t max_record;
@@ -61,6 +72,8 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 	if (!r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, o->max_record);
+	if (o->follow)
+		sp_reader_set_follow(r, &interrupted, 50);
 
 	struct sp_buf line;
 	sp_buf_init(&line);
@@ -76,6 +89,11 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 		sp_buf_addc(&line, '\n');
 		if (fwrite(line.p, 1, line.len, out) != line.len)
 			break;
+		if (o->follow) {
+			fflush(out);
+			if (rec.type == SP_R_SUMMARY)
+				break;
+		}
 	}
 	if (st == SP_READ_ERROR) {
 		sp_warn("'%s': %s", name, sp_reader_error(r));
@@ -199,6 +217,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "from-json", no_argument, NULL, 'j' },
 		{ "type", required_argument, NULL, 't' },
+		{ "follow", no_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "max-record", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
@@ -210,9 +229,10 @@ int main(int argc, char **argv)
 	uint64_t v;
 
 	sp_tool_init(argv[0]);
-	while ((c = getopt_long(argc, argv, "jt:o:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jt:fo:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j': o.from_json = true; break;
+		case 'f': o.follow = true; break;
 		case 't':
 			if (o.types) {
 				free(o.types[0]);
@@ -234,8 +254,13 @@ int main(int argc, char **argv)
 			return SP_EXIT_USAGE;
 		}
 	}
-	if (o.from_json && o.types)
-		sp_usage_error("--type applies to showing a stream, not to --from-json");
+	if (o.from_json && (o.types || o.follow))
+		sp_usage_error("--type and --follow apply to showing a stream, not to --from-json");
+	if (o.follow) {
+		struct sigaction sa = { .sa_handler = on_signal };
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 
 	int nin = argc - optind;
 	int status = SP_EXIT_OK;

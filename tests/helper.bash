@@ -1,0 +1,32 @@
+# Shared set-up of the bats tests.  SP_BUILD names the build to test
+bats_require_minimum_version 1.5.0
+# (build, or build/san for the sanitizer build).
+TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+SP_BUILD=${SP_BUILD:-build}
+case $SP_BUILD in /*) ;; *) SP_BUILD=$TOP/$SP_BUILD ;; esac
+BIN=$SP_BUILD/bin
+WORKLOADS=$SP_BUILD/workloads
+VECTORS=$TOP/format/vectors
+PATH=$BIN:$PATH
+export PATH
+
+# json_of FILE.jsonl OUT.sps: builds a stream from JSON lines.
+sps_from_json() {
+	sp-cat --from-json "$1" > "$2"
+}
+
+# The number of lines of a file.
+lines() {
+	wc -l < "$1" | tr -d ' '
+}
+
+# A Python of version 3.12 or later (which has -X perf), from pyenv.
+python312() {
+	local d v best=
+	for d in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3 /root/.pyenv/versions/3.*/bin/python3; do
+		[ -x "$d" ] || continue
+		v=$("$d" -c 'import sys; print(sys.version_info >= (3, 12))' 2>/dev/null)
+		[ "$v" = True ] && best=$d
+	done
+	[ -n "$best" ] && echo "$best"
+}
