@@ -1,6 +1,6 @@
 # Shared set-up of the bats tests.  SP_BUILD names the build to test
-bats_require_minimum_version 1.5.0
 # (build, or build/san for the sanitizer build).
+bats_require_minimum_version 1.5.0
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 SP_BUILD=${SP_BUILD:-build}
 case $SP_BUILD in /*) ;; *) SP_BUILD=$TOP/$SP_BUILD ;; esac
@@ -10,7 +10,7 @@ VECTORS=$TOP/format/vectors
 PATH=$BIN:$PATH
 export PATH
 
-# json_of FILE.jsonl OUT.sps: builds a stream from JSON lines.
+# sps_from_json FILE.jsonl OUT.sps: builds a stream from JSON lines.
 sps_from_json() {
 	sp-cat --from-json "$1" > "$2"
 }
