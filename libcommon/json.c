@@ -132,6 +132,11 @@ static bool valid_utf8(const unsigned char *p, size_t n)
 
 static void add_json_string(struct sp_buf *b, const char *s, size_t n)
 {
+	/* msgpack-c gives an empty string a NULL pointer; NULL + 0 is undefined. */
+	if (n == 0) {
+		sp_buf_adds(b, "\"\"");
+		return;
+	}
 	sp_buf_addc(b, '"');
 	size_t run = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -604,12 +609,16 @@ static long jspecial(struct jparser *p, size_t koff, size_t klen, int depth)
 			else
 				return jfail(p, "expected nan, inf or -inf");
 		} else {
+			size_t start = p->pos;
 			long n = jnumber(p);
 			if (n < 0)
 				return -1;
 			struct jnode *j = &p->nodes[n];
 			d = j->kind == J_F64 ? j->v.d : j->kind == J_UINT ?
 				(double)j->v.u : (double)j->v.i;
+			/* "-0" reads as the integer 0; as a float it is -0.0. */
+			if (d == 0 && p->s[start] == '-')
+				d = -0.0;
 			p->nnodes--;
 		}
 		if ((id = jnew(p, f32 ? J_F32 : J_F64)) < 0)
@@ -776,7 +785,8 @@ static long jvalue(struct jparser *p, int depth)
 static void jpack(struct jparser *p, long id, msgpack_packer *pk)
 {
 	const struct jnode *j = &p->nodes[id];
-	const char *data = p->data.p + j->off;
+	/* data.p is NULL until a string is parsed, and NULL + 0 is undefined. */
+	const char *data = p->data.p ? p->data.p + j->off : "";
 	switch (j->kind) {
 	case J_NIL: msgpack_pack_nil(pk); break;
 	case J_TRUE: msgpack_pack_true(pk); break;

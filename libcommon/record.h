@@ -130,6 +130,7 @@ enum sp_vtype {
 	X(SAMPLE, "abi", UINT, SP_OPT) \
 	X(SAMPLE, "regs", ARRAY, SP_OPT) \
 	X(SAMPLE, "ustack", BIN, SP_OPT) \
+	X(SAMPLE, "ustack_shared", UINT, SP_OPT) \
 	X(SAMPLE, "ustack_full", BOOL, SP_OPT) \
 	X(SAMPLE, "kstack", ARRAY, SP_OPT) \
 	X(SAMPLE, "stack", UINT, SP_OPT) \
@@ -176,7 +177,8 @@ enum sp_vtype {
 	X(SUMMARY, "processes", UINT, SP_OPT) \
 	X(SUMMARY, "threads", UINT, SP_OPT) \
 	X(SUMMARY, "duration_ns", UINT, SP_OPT) \
-	X(SUMMARY, "time", UINT, SP_OPT)
+	X(SUMMARY, "time", UINT, SP_OPT) \
+	X(SUMMARY, "command_status", INT, SP_OPT)
 
 /*
  * The error kinds counted in a summary's error_stats.

@@ -1,0 +1,20 @@
+/* Reading the GNU build-id note of an ELF file.  Core layer. */
+#ifndef SP_BUILDID_H
+#define SP_BUILDID_H
+
+#include <stddef.h>
+
+/* The longest build-id kept (SHA-1 is 20 bytes; a few linkers use more). */
+#define SP_BUILD_ID_MAX 64
+
+/*
+ * Reads the build-id of the ELF file open on fd into id (at most
+ * SP_BUILD_ID_MAX bytes).  Returns its length, 0 when the file has none,
+ * -1 when it is not a readable ELF file.
+ */
+int sp_build_id_fd(int fd, unsigned char *id);
+
+/* The same for a path; -1 also when the file cannot be opened. */
+int sp_build_id_path(const char *path, unsigned char *id);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * Reading a process's state from /proc.  Core layer: functions return 0
+ * or -1 with errno set, and never print.
+ */
+#ifndef SP_PROCFS_H
+#define SP_PROCFS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What /proc/PID/stat says of a process. */
+struct sp_proc_stat {
+	pid_t pid, ppid;
+	char state;		/* R, S, D, T, t, Z, ... */
+	char comm[64];
+	uint64_t start_ns;	/* start time in ns since boot (field 22) */
+	uid_t uid;		/* owner of /proc/PID */
+};
+
+/* Reads /proc/PID/stat (and the owner of /proc/PID). */
+int sp_proc_stat(pid_t pid, struct sp_proc_stat *st);
+
+/* One line of /proc/PID/maps. */
+struct sp_proc_map {
+	uint64_t start, end, pgoff;
+	unsigned maj, min;
+	uint64_t ino;
+	int prot;		/* PROT_READ | PROT_WRITE | PROT_EXEC */
+	bool shared;
+	bool deleted;		/* the path ended in " (deleted)", now removed */
+	const char *path;	/* "" for anonymous memory */
+};
+
+/*
+ * Calls fn for every mapping of pid, in address order, stopping when fn
+ * returns nonzero.  The map and its path are valid only during the call.
+ */
+int sp_proc_maps(pid_t pid, int (*fn)(const struct sp_proc_map *m, void *arg),
+		 void *arg);
+
+/*
+ * The thread ids of pid, from /proc/PID/task.  *tids is malloc'd and
+ * owned by the caller.
+ */
+int sp_proc_tasks(pid_t pid, pid_t **tids, size_t *n);
+
+/* Thread comm from /proc/PID/task/TID/comm into buf (NUL-terminated). */
+int sp_proc_thread_comm(pid_t pid, pid_t tid, char *buf, size_t len);
+
+/* The target of /proc/PID/exe into buf (NUL-terminated). */
+int sp_proc_exe(pid_t pid, char *buf, size_t len);
+
+/*
+ * The NUL-separated arguments of /proc/PID/cmdline into buf; returns the
+ * number of bytes stored (0 for a kernel thread or an exited process).
+ */
+ssize_t sp_proc_cmdline(pid_t pid, char *buf, size_t len);
+
+/*
+ * Every living descendant of the given processes (not the processes
+ * themselves), found by walking /proc.  *out is malloc'd, owned by the
+ * caller.
+ */
+int sp_proc_descendants(const pid_t *roots, size_t nroots, pid_t **out, size_t *n);
+
+/* Whether the file name looks like a CPython runtime: python3, python3.12,
+   libpython3.12.so.1.0.  *via is set to "exe" or "libpython". */
+bool sp_path_is_cpython(const char *path, const char **via);
+
+#endif

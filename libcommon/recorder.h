@@ -1,0 +1,124 @@
+/*
+ * The recorder: samples processes with perf_event_open and writes the raw
+ * stream (format/sp-stream.md).  Core layer: functions return 0 or -1 and
+ * keep the message on the handle (sp_recorder_error()); nothing prints.
+ *
+ * Use: sp_recorder_new(), then sp_recorder_attach() for each running
+ * process and/or sp_recorder_launch() for a command, then
+ * sp_recorder_start() (writes the header and the state read at attach,
+ * releases a launched command), sp_recorder_poll() until done, and
+ * sp_recorder_finish() (disables sampling, drains, writes the summary).
+ */
+#ifndef SP_RECORDER_H
+#define SP_RECORDER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "stream.h"
+
+/* The kernel's limit on the user stack copy (a u16 size, 8-byte aligned). */
+#define SP_MAX_STACK_SIZE 65528u
+#define SP_DEFAULT_STACK_SIZE 32768u
+#define SP_DEFAULT_FREQUENCY 999u
+
+struct sp_recorder_options {
+	uint64_t frequency;		/* samples per second per thread */
+	uint32_t stack_size;		/* bytes; a multiple of 8 */
+	bool kernel;			/* kernel callchains */
+	bool inherit;			/* follow new threads and children */
+	bool stop;			/* SIGSTOP a -p target while attaching */
+	unsigned mmap_pages;		/* ring pages per CPU; 0: sized for the stack */
+	int poll_ms;
+	bool has_start_timestamp, has_sample_interval;
+	uint64_t start_timestamp_us, sample_interval_us;
+	/* For the header's "options" map only. */
+	const char *frequency_arg;	/* as given: "999", "max" */
+	double duration_s;		/* 0: none */
+	int refresh_threads_ms;		/* 0: off */
+	bool descendants;
+};
+
+struct sp_recorder;
+
+/* Counters for a live status line. */
+struct sp_recorder_stats {
+	uint64_t samples, lost, bytes;
+	unsigned processes_alive;
+};
+
+/*
+ * Creates a recorder writing to w (not owned).  Returns NULL only when
+ * memory runs out.
+ */
+struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
+				    struct sp_writer *w);
+
+/* Frees the recorder, closing its events; continues any stopped target. */
+void sp_recorder_free(struct sp_recorder *r);
+
+const char *sp_recorder_error(const struct sp_recorder *r);
+
+/*
+ * Attaches to a running process: stops it (unless opts.stop is false or
+ * it was already stopped), opens events for each of its threads, reads
+ * its state from /proc, enables the events and continues it.
+ * Returns 0, or -1 (the process is left running as it was).
+ */
+int sp_recorder_attach(struct sp_recorder *r, pid_t pid);
+
+/*
+ * Starts argv[0] (searched in PATH) as a child held before exec; events
+ * are opened on it now and enabled when it execs.  *child receives its
+ * pid.  Returns 0, or -1 when it cannot be started or profiled.
+ */
+int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child);
+
+/*
+ * Writes the header (with the tool's argv and the target list) and the
+ * state read at attach, then lets a launched command exec.
+ */
+int sp_recorder_start(struct sp_recorder *r, int argc, char **argv);
+
+/*
+ * Waits up to timeout_ms for data, then drains every ring buffer and
+ * writes what is complete.  Returns 1 while some target is alive, 0 when
+ * every target has exited, -1 on an error (a write error stops the
+ * recording: see sp_writer_error()).
+ */
+int sp_recorder_poll(struct sp_recorder *r, int timeout_ms);
+
+/* Opens events for threads of the targets that have none yet. */
+int sp_recorder_refresh_threads(struct sp_recorder *r);
+
+/*
+ * Ends the recording: disables sampling, drains once more, writes the
+ * summary and flushes.  Returns 0 or -1.
+ */
+int sp_recorder_finish(struct sp_recorder *r);
+
+/*
+ * Continues every target the recorder stopped and has not yet continued.
+ * Async-signal-safe: a fatal signal handler may call it.
+ */
+void sp_recorder_continue_targets(void);
+
+void sp_recorder_get_stats(const struct sp_recorder *r, struct sp_recorder_stats *s);
+
+/* Whether kernel sampling was asked for but denied (and dropped). */
+bool sp_recorder_kernel_fell_back(const struct sp_recorder *r);
+
+/* The launched command's wait status once it has ended; -1 before. */
+int sp_recorder_command_status(const struct sp_recorder *r);
+
+/*
+ * Reads /proc/sys/kernel/perf_event_max_sample_rate.  Returns the cap,
+ * or 0 when it cannot be read.
+ */
+uint64_t sp_max_sample_rate(void);
+
+/* Reads /proc/sys/kernel/perf_event_paranoid; INT32_MIN when unknown. */
+int sp_perf_paranoid(void);
+
+#endif
