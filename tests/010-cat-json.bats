@@ -100,3 +100,13 @@ JSON
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"cannot open '/nonexistent/file.sps': No such file or directory"* ]]
 }
+
+@test "a reader that stops early is not an error; --follow with --type still ends at the summary" {
+	for i in $(seq 200); do cat "$VECTORS/raw.sps"; done > "$BATS_TEST_TMPDIR/big.sps"
+	run bash -c "set -o pipefail; sp-cat '$BATS_TEST_TMPDIR/big.sps' 2>'$BATS_TEST_TMPDIR/err' | head -n 1"
+	[ "$status" -eq 0 ]
+	[ ! -s "$BATS_TEST_TMPDIR/err" ]
+	run timeout 10 sp-cat --follow -t sample "$VECTORS/raw.sps"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 4 ]
+}

@@ -30,3 +30,31 @@ python312() {
 	done
 	[ -n "$best" ] && echo "$best"
 }
+
+# jqs FILE FILTER: runs jq -c over the JSON lines of a stream.
+jqs() {
+	sp-cat "$1" | jq -c "$2"
+}
+
+# summary FILE KEY: one counter of a stream's summary record.
+summary() {
+	sp-cat -t summary "$1" | jq -r ".$2"
+}
+
+# A directory every user may write, for tests run as an unprivileged user.
+shared_tmpdir() {
+	local d
+	d=$(mktemp -d "${TMPDIR:-/tmp}/sp-test.XXXXXX")
+	chmod 1777 "$d"
+	echo "$d"
+}
+
+# as_nobody CMD...: runs a command as an unprivileged user.
+as_nobody() {
+	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
+}
+
+# wait_for_state PID: waits until a process exists and is not stopped.
+proc_state() {
+	awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null
+}

@@ -81,19 +81,20 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 	enum sp_read_status st;
 	int status = SP_EXIT_OK;
 	while ((st = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
-		if (!type_wanted(o, &rec))
-			continue;
-		line.len = 0;
-		if (sp_json_render(rec.map, &line) < 0)
-			sp_die(SP_EXIT_FATAL, "out of memory rendering a record");
-		sp_buf_addc(&line, '\n');
-		if (fwrite(line.p, 1, line.len, out) != line.len)
-			break;
-		if (o->follow) {
-			fflush(out);
-			if (rec.type == SP_R_SUMMARY)
+		/* Following a file being written ends at its summary. */
+		bool last = o->follow && rec.type == SP_R_SUMMARY;
+		if (type_wanted(o, &rec)) {
+			line.len = 0;
+			if (sp_json_render(rec.map, &line) < 0)
+				sp_die(SP_EXIT_FATAL, "out of memory rendering a record");
+			sp_buf_addc(&line, '\n');
+			if (fwrite(line.p, 1, line.len, out) != line.len)
 				break;
+			if (o->follow)
+				fflush(out);
 		}
+		if (last)
+			break;
 	}
 	if (st == SP_READ_ERROR) {
 		sp_warn("'%s': %s", name, sp_reader_error(r));
@@ -291,11 +292,12 @@ int main(int argc, char **argv)
 			if (ferror(out))
 				break;
 		}
-		if (fflush(out) != 0 || ferror(out)) {
+		if ((fflush(out) != 0 || ferror(out)) && errno != EPIPE) {
 			sp_warn("cannot write to '%s': %s", o.output ? o.output : "-",
 				strerror(errno));
 			status = SP_EXIT_FATAL;
 		}
+		/* A reader that stopped early (sp-cat | head) is not an error. */
 		fclose(out);
 	}
 	if (o.types) {

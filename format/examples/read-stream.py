@@ -43,6 +43,7 @@ def main(path):
         modules, stacks, frames, symstacks = {}, {}, {}, {}
         stage = None
         summary = None
+        last_copy = {}  # tid -> the full stack copy of its previous sample
         for rec in unpacker:
             kind = rec["t"]
             counts[kind] += 1
@@ -50,6 +51,7 @@ def main(path):
                 segment += 1
                 # Ids are scoped to a segment.
                 modules, stacks, frames, symstacks = {}, {}, {}, {}
+                last_copy = {}
                 stage = rec["stage"]
                 tools = "|".join(t["name"] for t in rec["tools"])
                 print("segment %d: %s %d.%d stage=%s tools=%s" %
@@ -67,9 +69,16 @@ def main(path):
                 head = "sample pid=%d tid=%d time=%d" % (
                     rec["pid"], rec["tid"], rec["time"])
                 if stage == "raw":
-                    print("%s ustack=%d bytes kstack=%d" % (
-                        head, len(rec.get("ustack", b"")),
-                        len(rec.get("kstack", []))))
+                    # Complete the copy with the bytes it shares with the
+                    # previous copy of the same thread.
+                    copy = rec.get("ustack", b"")
+                    shared = rec.get("ustack_shared", 0)
+                    if shared:
+                        prev = last_copy[rec["tid"]]
+                        copy += prev[len(prev) - shared:]
+                    last_copy[rec["tid"]] = copy
+                    print("%s ustack=%d bytes (%d shared) kstack=%d" % (
+                        head, len(copy), shared, len(rec.get("kstack", []))))
                 elif "stack" in rec and stage == "unwound":
                     print("%s %s" % (head, " <- ".join(
                         frame_text(fr, modules) for fr in stacks[rec["stack"]])))
