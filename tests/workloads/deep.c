@@ -119,6 +119,13 @@ static _Noreturn void usage_error(const char *what, const char *arg)
 	exit(3);
 }
 
+/* The same for an option that getopt() rejected. */
+static _Noreturn void option_error(const char *what, int opt)
+{
+	char name[3] = { '-', (char)opt, '\0' };
+	usage_error(what, name);
+}
+
 /*
  * Recurses to a given depth and spins in the innermost frame for a number
  * of seconds, to test unwinding through many frames.
@@ -129,7 +136,8 @@ int main(int argc, char **argv)
 	double seconds = 2;
 	int c;
 
-	while ((c = getopt(argc, argv, "d:h")) != -1) {
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":d:h")) != -1) {
 		switch (c) {
 		case 'd':
 			if (parse_count(optarg, 1, MAX_DEPTH, &depth))
@@ -138,8 +146,10 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
+		case ':':
+			option_error("missing value for option", optopt);
 		default:
-			usage_error(NULL, NULL);
+			option_error("unknown option", optopt);
 		}
 	}
 	if (argc - optind > 1)

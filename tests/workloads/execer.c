@@ -106,6 +106,13 @@ static _Noreturn void usage_error(const char *what, const char *arg)
 	exit(3);
 }
 
+/* The same for an option that getopt() rejected. */
+static _Noreturn void option_error(const char *what, int opt)
+{
+	char name[3] = { '-', (char)opt, '\0' };
+	usage_error(what, name);
+}
+
 /*
  * Spins for its share of the time and execs itself with one exec fewer,
  * to test that a profiler follows a process through exec: the pid stays,
@@ -117,13 +124,16 @@ int main(int argc, char **argv)
 	double seconds = 2;
 	int c;
 
-	while ((c = getopt(argc, argv, "h")) != -1) {
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":h")) != -1) {
 		switch (c) {
 		case 'h':
 			usage();
 			return 0;
+		case ':':
+			option_error("missing value for option", optopt);
 		default:
-			usage_error(NULL, NULL);
+			option_error("unknown option", optopt);
 		}
 	}
 	if (optind == argc)

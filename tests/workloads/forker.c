@@ -133,6 +133,13 @@ static _Noreturn void usage_error(const char *what, const char *arg)
 	exit(3);
 }
 
+/* The same for an option that getopt() rejected. */
+static _Noreturn void option_error(const char *what, int opt)
+{
+	char name[3] = { '-', (char)opt, '\0' };
+	usage_error(what, name);
+}
+
 /*
  * Forks a number of short-lived CPU-bound children one after another,
  * spinning in the parent while each one runs and reaping it before the
@@ -146,7 +153,8 @@ int main(int argc, char **argv)
 	int verbose = 0;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:vh")) != -1) {
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":n:vh")) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_count(optarg, 0, MAX_CHILDREN, &nchildren))
@@ -158,8 +166,10 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
+		case ':':
+			option_error("missing value for option", optopt);
 		default:
-			usage_error(NULL, NULL);
+			option_error("unknown option", optopt);
 		}
 	}
 	if (argc - optind > 1)

@@ -124,8 +124,9 @@ static void usage(void)
 {
 	printf("Usage: %s " SYNOPSIS "\n"
 	       "Spin in the main thread, start THREADS more threads (default 2)\n"
-	       "after DELAY seconds (default 0.5), and spin in all of them until\n"
-	       "SECONDS seconds (default 2) after the start.\n"
+	       "after DELAY seconds, and spin in all of them until SECONDS\n"
+	       "seconds (default 2) after the start.  DELAY defaults to 0.5, or\n"
+	       "to half of SECONDS when that is shorter.\n"
 	       "\n"
 	       "  -n THREADS  number of new threads, 0 to %d\n"
 	       "  -w DELAY    seconds before they start, at most SECONDS\n"
@@ -143,6 +144,13 @@ static _Noreturn void usage_error(const char *what, const char *arg)
 	exit(3);
 }
 
+/* The same for an option that getopt() rejected. */
+static _Noreturn void option_error(const char *what, int opt)
+{
+	char name[3] = { '-', (char)opt, '\0' };
+	usage_error(what, name);
+}
+
 /*
  * Spins in the main thread, starts more spinning threads after a delay,
  * and joins them all at the end, to test that a profiler follows threads
@@ -155,7 +163,8 @@ int main(int argc, char **argv)
 	const char *delay_arg = NULL;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:w:vh")) != -1) {
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":n:w:vh")) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_count(optarg, 0, MAX_THREADS, &nthreads))
@@ -172,14 +181,18 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
+		case ':':
+			option_error("missing value for option", optopt);
 		default:
-			usage_error(NULL, NULL);
+			option_error("unknown option", optopt);
 		}
 	}
 	if (argc - optind > 1)
 		usage_error("unexpected argument", argv[optind + 1]);
 	if (optind < argc && parse_seconds(argv[optind], &seconds))
 		usage_error("bad number of seconds", argv[optind]);
+	if (!delay_arg && delay > seconds / 2)
+		delay = seconds / 2;
 	if (delay > seconds)
 		usage_error("delay longer than the run", delay_arg);
 

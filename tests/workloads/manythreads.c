@@ -148,6 +148,13 @@ static _Noreturn void usage_error(const char *what, const char *arg)
 	exit(3);
 }
 
+/* The same for an option that getopt() rejected. */
+static _Noreturn void option_error(const char *what, int opt)
+{
+	char name[3] = { '-', (char)opt, '\0' };
+	usage_error(what, name);
+}
+
 /*
  * Starts many threads that each spin briefly and then sleep until the
  * end, and joins them, to test a profiler with many threads at once.
@@ -162,7 +169,8 @@ int main(int argc, char **argv)
 	double seconds = 2;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:h")) != -1) {
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":n:h")) != -1) {
 		switch (c) {
 		case 'n':
 			if (parse_count(optarg, 1, MAX_THREADS, &nthreads))
@@ -171,8 +179,10 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
+		case ':':
+			option_error("missing value for option", optopt);
 		default:
-			usage_error(NULL, NULL);
+			option_error("unknown option", optopt);
 		}
 	}
 	if (argc - optind > 1)

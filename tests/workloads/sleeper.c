@@ -99,6 +99,13 @@ static _Noreturn void usage_error(const char *what, const char *arg)
 	exit(3);
 }
 
+/* The same for an option that getopt() rejected. */
+static _Noreturn void option_error(const char *what, int opt)
+{
+	char name[3] = { '-', (char)opt, '\0' };
+	usage_error(what, name);
+}
+
 /*
  * Sleeps in 10-millisecond naps with a short CPU burst between them for a
  * number of seconds, or until SIGTERM or SIGINT, and exits 0 either way.
@@ -110,7 +117,8 @@ int main(int argc, char **argv)
 	int print_pid = 0;
 	int c;
 
-	while ((c = getopt(argc, argv, "ph")) != -1) {
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":ph")) != -1) {
 		switch (c) {
 		case 'p':
 			print_pid = 1;
@@ -118,8 +126,10 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
+		case ':':
+			option_error("missing value for option", optopt);
 		default:
-			usage_error(NULL, NULL);
+			option_error("unknown option", optopt);
 		}
 	}
 	if (argc - optind > 1)

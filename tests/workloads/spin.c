@@ -206,6 +206,13 @@ static _Noreturn void usage_error(const char *what, const char *arg)
 	exit(3);
 }
 
+/* The same for an option that getopt() rejected. */
+static _Noreturn void option_error(const char *what, int opt)
+{
+	char name[3] = { '-', (char)opt, '\0' };
+	usage_error(what, name);
+}
+
 /*
  * Runs the reference call chain on a number of threads for a number of
  * seconds.  With -r it reports the wall time of its own work loop and the
@@ -219,7 +226,8 @@ int main(int argc, char **argv)
 	int report = 0;
 	int c;
 
-	while ((c = getopt(argc, argv, "t:rh")) != -1) {
+	opterr = 0;
+	while ((c = getopt(argc, argv, ":t:rh")) != -1) {
 		switch (c) {
 		case 't':
 			if (parse_count(optarg, 1, MAX_THREADS, &nthreads))
@@ -231,8 +239,10 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
+		case ':':
+			option_error("missing value for option", optopt);
 		default:
-			usage_error(NULL, NULL);
+			option_error("unknown option", optopt);
 		}
 	}
 	if (argc - optind > 1)
