@@ -629,7 +629,8 @@ static long jspecial(struct jparser *p, size_t koff, size_t klen, int depth)
 		if (t < 0)
 			return -1;
 		struct jnode *j = &p->nodes[t];
-		if ((j->kind != J_UINT && j->kind != J_INT) || j->v.i < -128 || j->v.i > 127)
+		if ((j->kind != J_UINT && j->kind != J_INT) ||
+		    (j->kind == J_UINT && j->v.u > 127) || (j->kind == J_INT && j->v.i < -128))
 			return jfail(p, "$ext type must be an integer from -128 to 127");
 		int type = (int)j->v.i;
 		p->nnodes--;

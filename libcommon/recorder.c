@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -106,6 +107,7 @@ struct ustk {
 struct qent {
 	uint64_t time, seq;
 	size_t off, len;
+	pid_t sample_pid;	/* a sample's pid, checked when written; else 0 */
 };
 
 struct sp_recorder {
@@ -390,7 +392,7 @@ static int q_end(struct sp_recorder *r, uint64_t time, size_t start)
 		r->q = nq;
 		r->capq = ncap;
 	}
-	r->q[r->nq++] = (struct qent){ time, r->seq++, start, r->qbuf.size - start };
+	r->q[r->nq++] = (struct qent){ time, r->seq++, start, r->qbuf.size - start, 0 };
 	return 0;
 }
 
@@ -409,9 +411,16 @@ static int q_flush(struct sp_recorder *r, uint64_t limit)
 		return 0;
 	qsort(r->q, r->nq, sizeof(*r->q), cmp_qent);
 	size_t i = 0;
-	for (; i < r->nq && r->q[i].time <= limit; i++)
+	for (; i < r->nq && r->q[i].time <= limit; i++) {
+		/*
+		 * Every record stamped before a sample has been converted by
+		 * now, so a fork that precedes it has made its process known.
+		 */
+		if (r->q[i].sample_pid && !proc_get(r, r->q[i].sample_pid, false))
+			r->errors[SP_E_UNKNOWN_PROCESS]++;
 		if (sp_writer_raw(r->w, r->qbuf.data + r->q[i].off, r->q[i].len) < 0)
 			return fail(r, "%s", sp_writer_error(r->w));
+	}
 	/* Keep the rest, compacted, for the next round. */
 	msgpack_sbuffer keep;
 	msgpack_sbuffer_init(&keep);
@@ -709,7 +718,7 @@ static int attach_ring(struct sp_recorder *r, int fd, int ci)
 			return 0;
 		}
 		/* An unprivileged user's locked-memory budget is small. */
-		if ((errno == EPERM || errno == ENOMEM) && r->ring_pages > 8 && g == &r->rings[0]) {
+		if ((errno == EPERM || errno == ENOMEM) && r->ring_pages > 8) {
 			r->ring_pages /= 2;
 			continue;
 		}
@@ -874,6 +883,22 @@ struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
 		r->ring_pages = 16;
 		while (r->ring_pages < want && r->ring_pages < 4096)
 			r->ring_pages *= 2;
+		/*
+		 * Without privilege the rings of all CPUs share one budget:
+		 * perf_event_mlock_kb per CPU plus RLIMIT_MEMLOCK.
+		 */
+		if (geteuid() != 0) {
+			bool ok;
+			uint64_t kb = read_u64_file("/proc/sys/kernel/perf_event_mlock_kb", &ok);
+			struct rlimit rl;
+			uint64_t memlock = getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
+					   rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 0;
+			uint64_t budget = (ok ? kb * 1024 / page * (uint64_t)r->ncpus : 0) +
+					  memlock / page;
+			uint64_t per_cpu = r->ncpus ? budget / (uint64_t)r->ncpus : budget;
+			while (r->ring_pages > 8 && r->ring_pages + 1 > per_cpu)
+				r->ring_pages /= 2;
+		}
 	}
 	msgpack_sbuffer_init(&r->qbuf);
 	msgpack_packer_init(&r->qpk, &r->qbuf, msgpack_sbuffer_write);
@@ -1271,8 +1296,6 @@ static void handle_sample(struct sp_recorder *r, const unsigned char *rec, size_
 		memcpy(&sp, regs + SP_INDEX * 8, 8);
 		shared = ustk_share(r, (pid_t)tid, sp, stack, dyn);
 	}
-	if (!proc_get(r, (pid_t)pid, false))
-		r->errors[SP_E_UNKNOWN_PROCESS]++;
 
 	size_t s;
 	q_begin(r, time, &s);
@@ -1309,7 +1332,8 @@ static void handle_sample(struct sp_recorder *r, const unsigned char *rec, size_
 				msgpack_pack_uint64(pk, ip);
 		}
 	}
-	q_end(r, time, s);
+	if (q_end(r, time, s) == 0)
+		r->q[r->nq - 1].sample_pid = (pid_t)pid;
 	r->samples++;
 	tid_note(r, (pid_t)tid);
 	return;

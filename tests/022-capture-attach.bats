@@ -125,7 +125,7 @@ start() {
 @test "a target is continued when sp-capture cannot attach to it" {
 	start "$WORKLOADS/spin" 10
 	# Too few descriptors: opening the events fails after the stop.
-	run bash -c "ulimit -n 5; exec sp-capture -o '$S' -p $P"
+	run bash -c "for fd in \$(ls /proc/\$\$/fd); do [ \$fd -gt 2 ] && eval \"exec \$fd>&-\"; done; ulimit -n 5; exec sp-capture -o '$S' -p $P"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"too many open files"* ]]
 	sleep 0.1

@@ -1,0 +1,361 @@
+/*
+ * fuzz-reader: feeds the input to sp_reader as a stream and checks what
+ * comes out.
+ *
+ * For every input it
+ *   - checks the contract of sp_msgpack_frame() on the raw bytes: a
+ *     positive length never exceeds the bytes given, those bytes unpack
+ *     exactly, a shorter prefix is incomplete, and the answer does not
+ *     depend on bytes after the object;
+ *   - reads the input through sp_reader (from a memfd) until END or ERROR,
+ *     once with a 64 KiB record limit and once with the smallest limit
+ *     (64 bytes) so that small inputs reach the size checks too;
+ *   - for every record, calls the typed accessors on each key the schema
+ *     knows for its type, renders it with sp_json_render(), parses that
+ *     rendering back with sp_json_parse() and compares the MessagePack
+ *     with the record's canonical encoding (msgpack_pack_object()), which
+ *     must equal the raw bytes whenever the raw bytes are canonical.
+ *
+ * Any broken invariant calls abort().  Nothing is printed on success and
+ * everything is freed before returning.
+ */
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "record.h"
+#include "stream.h"
+
+/* Keeps the reads of string and binary bytes from being optimised away. */
+static volatile unsigned sink;
+
+static void touch(const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	unsigned s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += c[i];
+	sink += s;
+}
+
+static void check(int cond)
+{
+	if (!cond)
+		abort();
+}
+
+/*
+ * Frames len bytes at the given depth and checks the contract of
+ * sp_msgpack_frame().
+ */
+static void check_frame(const unsigned char *p, size_t len, int depth)
+{
+	const char *why = NULL;
+	long n = sp_msgpack_frame(p, len, depth, &why);
+
+	check(n >= -1);
+	if (n < 0) {
+		check(why != NULL && why[0] != '\0');
+		return;
+	}
+	check((size_t)n <= len);
+	if (n == 0)
+		return;
+
+	/* The object must not depend on what follows it. */
+	check(sp_msgpack_frame(p, (size_t)n, depth, &why) == n);
+	/* One byte less is incomplete. */
+	check(sp_msgpack_frame(p, (size_t)n - 1, depth, &why) == 0);
+	/* A deeper limit accepts the same object. */
+	check(sp_msgpack_frame(p, len, SP_MAX_DEPTH, &why) == n);
+
+	/*
+	 * A heap copy of exactly n bytes, so that an unpack reading past the
+	 * frame is caught by AddressSanitizer.
+	 */
+	char *copy = malloc((size_t)n);
+	check(copy != NULL);
+	memcpy(copy, p, (size_t)n);
+	msgpack_zone zone;
+	msgpack_object obj;
+	size_t off = 0;
+	check(msgpack_zone_init(&zone, 2048));
+	check(msgpack_unpack(copy, (size_t)n, &off, &zone, &obj) ==
+	      MSGPACK_UNPACK_SUCCESS);
+	check(off == (size_t)n);
+	msgpack_zone_destroy(&zone);
+	free(copy);
+}
+
+/*
+ * Whether o holds a NaN other than the one sp_json_parse() produces for
+ * "nan".  The JSON rendering has a single spelling for every NaN, so the
+ * sign and payload of such a NaN cannot survive a round trip.
+ */
+static int has_odd_nan(const msgpack_object *o)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_FLOAT32: {
+		float f = (float)o->via.f64, q = __builtin_nanf("");
+		return f != f && memcmp(&f, &q, sizeof(f)) != 0;
+	}
+	case MSGPACK_OBJECT_FLOAT64: {
+		double d = o->via.f64, q = __builtin_nan("");
+		return d != d && memcmp(&d, &q, sizeof(d)) != 0;
+	}
+	case MSGPACK_OBJECT_ARRAY:
+		for (uint32_t i = 0; i < o->via.array.size; i++)
+			if (has_odd_nan(&o->via.array.ptr[i]))
+				return 1;
+		return 0;
+	case MSGPACK_OBJECT_MAP:
+		for (uint32_t i = 0; i < o->via.map.size; i++)
+			if (has_odd_nan(&o->via.map.ptr[i].key) ||
+			    has_odd_nan(&o->via.map.ptr[i].val))
+				return 1;
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Calls the accessor for one schema key and checks it agrees with sp_map_get(). */
+static void check_key(const msgpack_object *map, const struct sp_key_schema *s,
+		      int validated)
+{
+	const msgpack_object *v = sp_map_get(map, s->key);
+	uint64_t u;
+	int64_t i;
+	bool b;
+	const char *str;
+	const void *bin;
+	size_t len;
+	const msgpack_object_array *a;
+
+	if (!v) {
+		check(!validated || !s->required);
+		check(!sp_map_u64(map, s->key, &u) && !sp_map_i64(map, s->key, &i) &&
+		      !sp_map_bool(map, s->key, &b) &&
+		      !sp_map_str(map, s->key, &str, &len) &&
+		      !sp_map_bin(map, s->key, &bin, &len) &&
+		      !sp_map_array(map, s->key));
+		return;
+	}
+	switch (s->vtype) {
+	case SP_V_UINT:
+		check(sp_map_u64(map, s->key, &u) ==
+		      (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER));
+		check(!validated || v->type == MSGPACK_OBJECT_POSITIVE_INTEGER);
+		if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			check(u == v->via.u64);
+		break;
+	case SP_V_INT:
+		if (sp_map_i64(map, s->key, &i))
+			check(v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+			      v->type == MSGPACK_OBJECT_NEGATIVE_INTEGER);
+		break;
+	case SP_V_STR:
+		if (sp_map_str(map, s->key, &str, &len)) {
+			check(v->type == MSGPACK_OBJECT_STR && len == v->via.str.size);
+			touch(str, len);
+		} else {
+			check(!validated && v->type != MSGPACK_OBJECT_STR);
+		}
+		break;
+	case SP_V_BIN:
+		if (sp_map_bin(map, s->key, &bin, &len)) {
+			check(v->type == MSGPACK_OBJECT_BIN && len == v->via.bin.size);
+			touch(bin, len);
+		} else {
+			check(!validated && v->type != MSGPACK_OBJECT_BIN);
+		}
+		break;
+	case SP_V_BOOL:
+		check(sp_map_bool(map, s->key, &b) == (v->type == MSGPACK_OBJECT_BOOLEAN));
+		check(!validated || v->type == MSGPACK_OBJECT_BOOLEAN);
+		break;
+	case SP_V_ARRAY:
+		a = sp_map_array(map, s->key);
+		check(!validated || a != NULL);
+		if (a) {
+			for (uint32_t k = 0; k < a->size; k++) {
+				const msgpack_object *e = &a->ptr[k];
+				if (e->type == MSGPACK_OBJECT_STR)
+					touch(e->via.str.ptr, e->via.str.size);
+				(void)sp_obj_str_eq(e, s->key);
+			}
+		}
+		break;
+	case SP_V_MAP:
+		check(!validated || v->type == MSGPACK_OBJECT_MAP);
+		if (v->type == MSGPACK_OBJECT_MAP)
+			(void)sp_map_get(v, "name");
+		break;
+	case SP_V_UINT_OR_NIL:
+		check(!validated || v->type == MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		      v->type == MSGPACK_OBJECT_NIL);
+		break;
+	}
+	check(sp_vtype_name(s->vtype) != NULL);
+}
+
+/* Renders o, parses the rendering back and packs it into out. */
+static void json_round_trip(const msgpack_object *o, struct sp_buf *json,
+			    msgpack_sbuffer *out)
+{
+	msgpack_packer pk;
+	char err[256];
+
+	check(sp_json_render(o, json) == 0);
+	check(json->len > 0 && strlen(json->p) == json->len);
+	msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
+	check(sp_json_parse(json->p, json->len, &pk, err, sizeof(err)) == 0);
+}
+
+static void check_record(struct sp_reader *r, const struct sp_record *rec,
+			 const unsigned char *data, size_t size, uint64_t expect_offset,
+			 uint64_t expect_index)
+{
+	const char *why = NULL, *key = NULL;
+
+	/* The record is the next bytes of the input, exactly framed. */
+	check(rec->offset == expect_offset && rec->index == expect_index);
+	check(rec->raw_len > 0 && rec->offset + rec->raw_len <= size);
+	check(memcmp(rec->raw, data + rec->offset, rec->raw_len) == 0);
+	check(sp_msgpack_frame(data + rec->offset, size - rec->offset, SP_MAX_DEPTH,
+			       &why) == (long)rec->raw_len);
+	check(sp_reader_offset(r) == rec->offset + rec->raw_len);
+	check(sp_reader_records(r) == rec->index + 1);
+	check(rec->map->type == MSGPACK_OBJECT_MAP);
+
+	/* The type key and the type. */
+	const msgpack_object *t = sp_map_get(rec->map, "t");
+	check(t != NULL && t->type == MSGPACK_OBJECT_STR);
+	check(t->via.str.ptr == rec->type_name && t->via.str.size == rec->type_len);
+	check(rec->type >= SP_R_UNKNOWN && rec->type < SP_R_COUNT);
+	check(sp_rtype_from_name(rec->type_name, rec->type_len) == rec->type);
+	if (rec->type != SP_R_UNKNOWN) {
+		check(sp_obj_str_eq(t, sp_rtype_name(rec->type)));
+		check(sp_record_validate(rec->type, rec->map, &why, &key) == 0);
+	}
+
+	/*
+	 * The typed accessors on every key the schema knows for this type;
+	 * for an unknown type, on every key of the schema (nothing is
+	 * validated then).
+	 */
+	for (size_t i = 0; i < sp_key_schema_len; i++) {
+		const struct sp_key_schema *s = &sp_key_schema[i];
+		if (rec->type == SP_R_UNKNOWN || s->type == rec->type)
+			check_key(rec->map, s, rec->type != SP_R_UNKNOWN &&
+					       s->type == rec->type);
+	}
+
+	/* The segment state. */
+	const struct sp_header *h = sp_reader_header(r);
+	check(h != NULL);
+	check(h->major == SP_FORMAT_MAJOR);
+	check(sp_stage_name(h->stage) != NULL);
+	if (rec->type == SP_R_SUMMARY)
+		check(sp_reader_saw_summary(r));
+
+	/*
+	 * Render and parse back.  The result must be the canonical encoding
+	 * of the record, which is its raw bytes when those are canonical.
+	 */
+	msgpack_sbuffer canon, back;
+	msgpack_packer pk;
+	struct sp_buf json;
+	msgpack_sbuffer_init(&canon);
+	msgpack_sbuffer_init(&back);
+	sp_buf_init(&json);
+	msgpack_packer_init(&pk, &canon, msgpack_sbuffer_write);
+	check(msgpack_pack_object(&pk, *rec->map) == 0);
+	json_round_trip(rec->map, &json, &back);
+	if (!has_odd_nan(rec->map)) {
+		check(back.size == canon.size &&
+		      memcmp(back.data, canon.data, canon.size) == 0);
+		if (canon.size == rec->raw_len &&
+		    memcmp(canon.data, rec->raw, rec->raw_len) == 0)
+			check(back.size == rec->raw_len &&
+			      memcmp(back.data, rec->raw, rec->raw_len) == 0);
+	}
+
+	/* A header is kept as an exact copy. */
+	if (rec->type == SP_R_HEADER) {
+		struct sp_buf hjson;
+		sp_buf_init(&hjson);
+		check(sp_json_render(h->map, &hjson) == 0);
+		check(hjson.len == json.len && memcmp(hjson.p, json.p, json.len) == 0);
+		check(!sp_reader_saw_summary(r));
+		sp_buf_release(&hjson);
+	}
+
+	sp_buf_release(&json);
+	msgpack_sbuffer_destroy(&canon);
+	msgpack_sbuffer_destroy(&back);
+}
+
+/* Reads the whole input from fd through a reader with the given limit. */
+static void read_stream(int fd, const unsigned char *data, size_t size,
+			size_t max_record)
+{
+	struct sp_record rec;
+	uint64_t offset = 0, index = 0;
+	enum sp_read_status st;
+
+	check(lseek(fd, 0, SEEK_SET) == 0);
+	struct sp_reader *r = sp_reader_new(fd, "fuzz");
+	check(r != NULL);
+	sp_reader_set_max_record(r, max_record);
+	check(sp_reader_header(r) == NULL);
+
+	while ((st = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
+		check(rec.raw_len <= max_record);
+		check_record(r, &rec, data, size, offset, index);
+		offset += rec.raw_len;
+		index++;
+	}
+	if (st == SP_READ_END) {
+		/* A clean end only at the end of the input. */
+		check(offset == size && sp_reader_offset(r) == size);
+	} else {
+		check(st == SP_READ_ERROR);
+		check(sp_reader_error(r)[0] != '\0');
+		check(sp_reader_offset(r) == offset);
+		/* The error is sticky. */
+		check(sp_reader_next(r, &rec) == SP_READ_ERROR);
+	}
+	check(sp_reader_records(r) == index);
+	sp_reader_free(r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	/* The framing contract, on the whole input and on prefixes. */
+	check_frame(data, size, SP_MAX_DEPTH);
+	check_frame(data, size / 2, SP_MAX_DEPTH);
+	if (size > 0)
+		check_frame(data, size - 1, SP_MAX_DEPTH);
+	check_frame(data, size < 9 ? size : 9, SP_MAX_DEPTH);
+	check_frame(data, size, 0);
+	check_frame(data, size, 2);
+	check_frame(data, size, 1000);
+
+	/* The input as a stream. */
+	int fd = memfd_create("fuzz-reader", MFD_CLOEXEC);
+	check(fd >= 0);
+	for (size_t done = 0; done < size;) {
+		ssize_t k = write(fd, data + done, size - done);
+		check(k > 0);
+		done += (size_t)k;
+	}
+	read_stream(fd, data, size, 64u << 10);
+	read_stream(fd, data, size, 64);
+	close(fd);
+	return 0;
+}
