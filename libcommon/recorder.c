@@ -103,11 +103,19 @@ struct ustk {
 	unsigned char *buf;	/* stack_size bytes */
 };
 
+/* A sample as the queue keeps it, followed by regs, kernel ips, stack. */
+struct pending_sample {
+	uint32_t pid, tid, cpu;
+	uint64_t time, period, abi, nregs, nk, dyn;
+	bool full, kernel;
+};
+
 /* A stream record waiting in the queue to be written in time order. */
 struct qent {
 	uint64_t time, seq;
 	size_t off, len;
 	pid_t sample_pid;	/* a sample's pid, checked when written; else 0 */
+	bool pending;		/* a struct pending_sample, packed when written */
 };
 
 struct sp_recorder {
@@ -392,7 +400,7 @@ static int q_end(struct sp_recorder *r, uint64_t time, size_t start)
 		r->q = nq;
 		r->capq = ncap;
 	}
-	r->q[r->nq++] = (struct qent){ time, r->seq++, start, r->qbuf.size - start, 0 };
+	r->q[r->nq++] = (struct qent){ time, r->seq++, start, r->qbuf.size - start, 0, false };
 	return 0;
 }
 
@@ -402,6 +410,51 @@ static int cmp_qent(const void *a, const void *b)
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Packs a queued sample into the output, sharing its stack copy's tail. */
+static void write_sample(struct sp_recorder *r, const unsigned char *p)
+{
+	struct pending_sample ps;
+	memcpy(&ps, p, sizeof(ps));
+	const unsigned char *regs = p + sizeof(ps);
+	const unsigned char *kips = regs + ps.nregs * 8;
+	const unsigned char *stack = kips + ps.nk * 8;
+	size_t shared = 0;
+	if (ps.dyn > 0 && ps.nregs > SP_INDEX) {
+		uint64_t sp;
+		memcpy(&sp, regs + SP_INDEX * 8, 8);
+		shared = ustk_share(r, (pid_t)ps.tid, sp, stack, ps.dyn);
+	}
+	msgpack_packer *pk = sp_writer_packer(r->w);
+	msgpack_pack_map(pk, 10 + ps.kernel + (shared > 0));
+	sp_pack_kv_str(pk, "t", "sample");
+	sp_pack_kv_u64(pk, "pid", ps.pid);
+	sp_pack_kv_u64(pk, "tid", ps.tid);
+	sp_pack_kv_u64(pk, "time", ps.time);
+	sp_pack_kv_u64(pk, "cpu", ps.cpu);
+	sp_pack_kv_u64(pk, "period", ps.period);
+	sp_pack_kv_u64(pk, "abi", ps.abi);
+	sp_pack_key(pk, "regs");
+	msgpack_pack_array(pk, ps.nregs);
+	for (size_t i = 0; i < ps.nregs; i++) {
+		uint64_t v;
+		memcpy(&v, regs + i * 8, 8);
+		msgpack_pack_uint64(pk, v);
+	}
+	sp_pack_kv_bin(pk, "ustack", stack, ps.dyn - shared);
+	if (shared > 0)
+		sp_pack_kv_u64(pk, "ustack_shared", shared);
+	sp_pack_kv_bool(pk, "ustack_full", ps.full);
+	if (ps.kernel) {
+		sp_pack_key(pk, "kstack");
+		msgpack_pack_array(pk, ps.nk);
+		for (size_t i = 0; i < ps.nk; i++) {
+			uint64_t ip;
+			memcpy(&ip, kips + i * 8, 8);
+			msgpack_pack_uint64(pk, ip);
+		}
+	}
 }
 
 /* Writes queued records stamped at or before limit, in time order. */
@@ -418,7 +471,11 @@ static int q_flush(struct sp_recorder *r, uint64_t limit)
 		 */
 		if (r->q[i].sample_pid && !proc_get(r, r->q[i].sample_pid, false))
 			r->errors[SP_E_UNKNOWN_PROCESS]++;
-		if (sp_writer_raw(r->w, r->qbuf.data + r->q[i].off, r->q[i].len) < 0)
+		if (r->q[i].pending)
+			write_sample(r, (const unsigned char *)r->qbuf.data + r->q[i].off);
+		else
+			sp_writer_raw(r->w, r->qbuf.data + r->q[i].off, r->q[i].len);
+		if (sp_writer_failed(r->w))
 			return fail(r, "%s", sp_writer_error(r->w));
 	}
 	/* Keep the rest, compacted, for the next round. */
@@ -1290,50 +1347,34 @@ static void handle_sample(struct sp_recorder *r, const unsigned char *rec, size_
 	bool full = ssize && dyn == ssize;
 	if (full)
 		r->truncated++;
-	size_t shared = 0;
-	if (dyn > 0) {
-		uint64_t sp;
-		memcpy(&sp, regs + SP_INDEX * 8, 8);
-		shared = ustk_share(r, (pid_t)tid, sp, stack, dyn);
+	/*
+	 * Kept as it came until it is written: a stack copy can share its
+	 * tail only with the copy written just before it, in time order.
+	 */
+	struct pending_sample ps = {
+		.pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = period,
+		.abi = abi, .nregs = abi ? NREGS : 0, .nk = kframes, .dyn = dyn,
+		.full = full, .kernel = r->kernel_enabled,
+	};
+	size_t s = r->qbuf.size;
+	msgpack_sbuffer_write(&r->qbuf, (const char *)&ps, sizeof(ps));
+	if (abi)
+		msgpack_sbuffer_write(&r->qbuf, (const char *)regs, NREGS * 8);
+	ctx = 0;
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t ip;
+		memcpy(&ip, ips + i * 8, 8);
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+			ctx = ip;
+		else if (ctx == (uint64_t)PERF_CONTEXT_KERNEL)
+			msgpack_sbuffer_write(&r->qbuf, (const char *)&ip, 8);
 	}
-
-	size_t s;
-	q_begin(r, time, &s);
-	msgpack_packer *pk = &r->qpk;
-	msgpack_pack_map(pk, 10 + (r->kernel_enabled ? 1 : 0) + (shared > 0));
-	sp_pack_kv_str(pk, "t", "sample");
-	sp_pack_kv_u64(pk, "pid", pid);
-	sp_pack_kv_u64(pk, "tid", tid);
-	sp_pack_kv_u64(pk, "time", time);
-	sp_pack_kv_u64(pk, "cpu", cpu);
-	sp_pack_kv_u64(pk, "period", period);
-	sp_pack_kv_u64(pk, "abi", abi);
-	sp_pack_key(pk, "regs");
-	msgpack_pack_array(pk, abi ? NREGS : 0);
-	for (size_t i = 0; abi && i < NREGS; i++) {
-		uint64_t v;
-		memcpy(&v, regs + i * 8, 8);
-		msgpack_pack_uint64(pk, v);
-	}
-	sp_pack_kv_bin(pk, "ustack", stack ? stack : (const unsigned char *)"", dyn - shared);
-	if (shared > 0)
-		sp_pack_kv_u64(pk, "ustack_shared", shared);
-	sp_pack_kv_bool(pk, "ustack_full", full);
-	if (r->kernel_enabled) {
-		sp_pack_key(pk, "kstack");
-		msgpack_pack_array(pk, kframes);
-		ctx = 0;
-		for (uint64_t i = 0; i < nr; i++) {
-			uint64_t ip;
-			memcpy(&ip, ips + i * 8, 8);
-			if (ip >= (uint64_t)PERF_CONTEXT_MAX)
-				ctx = ip;
-			else if (ctx == (uint64_t)PERF_CONTEXT_KERNEL)
-				msgpack_pack_uint64(pk, ip);
-		}
-	}
-	if (q_end(r, time, s) == 0)
+	if (dyn)
+		msgpack_sbuffer_write(&r->qbuf, (const char *)stack, dyn);
+	if (q_end(r, time, s) == 0) {
 		r->q[r->nq - 1].sample_pid = (pid_t)pid;
+		r->q[r->nq - 1].pending = true;
+	}
 	r->samples++;
 	tid_note(r, (pid_t)tid);
 	return;

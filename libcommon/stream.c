@@ -586,6 +586,11 @@ const char *sp_writer_error(const struct sp_writer *w)
 	return w->msg;
 }
 
+bool sp_writer_failed(const struct sp_writer *w)
+{
+	return w->err != 0;
+}
+
 uint64_t sp_writer_bytes(const struct sp_writer *w)
 {
 	return w->bytes;

@@ -135,6 +135,9 @@ int sp_writer_raw(struct sp_writer *w, const void *p, size_t len);
 int sp_writer_flush(struct sp_writer *w);
 const char *sp_writer_error(const struct sp_writer *w);
 
+/* Whether a write has failed (the error is sticky). */
+bool sp_writer_failed(const struct sp_writer *w);
+
 /* Bytes accepted so far (written or buffered). */
 uint64_t sp_writer_bytes(const struct sp_writer *w);
 

@@ -31,7 +31,7 @@ JSON
 @test "--type shows only the named record types" {
 	run sp-cat -t sample,lost "$VECTORS/raw.sps"
 	[ "$status" -eq 0 ]
-	[ "${#lines[@]}" -eq 4 ]
+	[ "${#lines[@]}" -eq 5 ]
 	for l in "${lines[@]}"; do [[ "$l" == '{"t":"sample"'* || "$l" == '{"t":"lost"'* ]]; done
 }
 

@@ -309,8 +309,11 @@ static void status_line(struct sp_recorder *r, double elapsed, bool final)
 		(double)s.bytes / 1e6, final ? "\n" : "  ");
 }
 
-/* Attaches every -p target (and with --descendants, their descendants). */
-static void attach_all(struct cli *c, struct sp_recorder *r)
+/*
+ * Attaches every -p target (and with --descendants, their descendants).
+ * Returns 0, or -1 after a message.
+ */
+static int attach_all(struct cli *c, struct sp_recorder *r)
 {
 	pid_t *all = c->pids;
 	size_t n = c->npids;
@@ -328,14 +331,15 @@ static void attach_all(struct cli *c, struct sp_recorder *r)
 			if (sp_recorder_attach(r, all[i]) < 0 && kill(all[i], 0) == 0)
 				sp_warn("%s", sp_recorder_error(r));
 	}
-	for (size_t i = 0; i < c->npids; i++)
+	int rc = 0;
+	for (size_t i = 0; i < c->npids && rc == 0; i++)
 		if (sp_recorder_attach(r, c->pids[i]) < 0) {
 			sp_warn("%s", sp_recorder_error(r));
-			sp_recorder_free(r);
-			exit(SP_EXIT_FATAL);
+			rc = -1;
 		}
 	if (all != c->pids)
 		free(all);
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -366,28 +370,30 @@ int main(int argc, char **argv)
 		sigaction(fatal_signals[i], &fatal, NULL);
 
 	pid_t child = -1;
-	if (c.command) {
-		if (sp_recorder_launch(r, c.command, &child) < 0) {
-			sp_warn("%s", sp_recorder_error(r));
-			sp_recorder_free(r);
-			return SP_EXIT_FATAL;
-		}
-	} else {
-		attach_all(&c, r);
+	int status = SP_EXIT_OK;
+	if (c.command && sp_recorder_launch(r, c.command, &child) < 0) {
+		sp_warn("%s", sp_recorder_error(r));
+		status = SP_EXIT_FATAL;
+	} else if (!c.command && attach_all(&c, r) < 0) {
+		status = SP_EXIT_FATAL;
 	}
-	if (sp_recorder_kernel_fell_back(r))
+	if (status == SP_EXIT_OK && sp_recorder_kernel_fell_back(r))
 		sp_warn("kernel sampling was denied (perf_event_paranoid is %d); recording "
 			"user frames only (kernel_enabled is false in the stream)",
 			sp_perf_paranoid());
-	if (sp_recorder_start(r, argc, argv) < 0) {
+	if (status == SP_EXIT_OK && sp_recorder_start(r, argc, argv) < 0) {
 		sp_warn("%s", sp_recorder_error(r));
+		status = SP_EXIT_FATAL;
+	}
+	if (status != SP_EXIT_OK) {
 		sp_recorder_free(r);
-		return SP_EXIT_FATAL;
+		sp_writer_close(w);
+		free(c.pids);
+		return status;
 	}
 
 	bool live = !c.quiet && isatty(STDERR_FILENO);
 	double t0 = mono_s(), last_status = 0, last_refresh = t0;
-	int status = SP_EXIT_OK;
 	for (;;) {
 		int timeout = c.o.poll_ms;
 		double now = mono_s();

@@ -139,9 +139,11 @@ static int read_line(int fd, struct sp_buf *in, size_t *pos, struct sp_buf *line
 		if (in->len - *pos > MAX_JSON_LINE)
 			return -1;
 		/* Keep only the unread part, then read more. */
-		memmove(in->p, in->p + *pos, in->len - *pos);
-		in->len -= *pos;
-		*pos = 0;
+		if (*pos > 0) {
+			memmove(in->p, in->p + *pos, in->len - *pos);
+			in->len -= *pos;
+			*pos = 0;
+		}
 		char chunk[65536];
 		ssize_t k = read(fd, chunk, sizeof(chunk));
 		if (k < 0 && errno == EINTR)
