@@ -599,7 +599,6 @@ static void pack_map(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t time,
 		sp_pack_kv_bin(pk, "build_id", bid, (size_t)bidlen);
 	sp_pack_kv_bool(pk, "deleted", deleted);
 	q_end(r, time, s);
-	note_mapping_runtime(r, pid, path, time);
 }
 
 /* State synthesized from /proc at attach. */
@@ -608,6 +607,7 @@ struct synth_ctx {
 	struct sp_recorder *r;
 	pid_t pid;
 	uint64_t time;
+	const char *via;	/* why the process is CPython, or NULL */
 };
 
 static int synth_map(const struct sp_proc_map *m, void *arg)
@@ -632,6 +632,9 @@ static int synth_map(const struct sp_proc_map *m, void *arg)
 	pack_map(c->r, c->pid, 0, c->time, m->start, m->end - m->start, m->pgoff, path,
 		 true, m->maj, m->min, m->ino, m->prot,
 		 m->shared ? MAP_SHARED : MAP_PRIVATE, bid, bidlen, m->deleted);
+	const char *via;
+	if (!c->via && sp_path_is_cpython(path, &via))
+		c->via = via;
 	return 0;
 }
 
@@ -938,7 +941,7 @@ struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
 		size_t want = 256 * ((size_t)o->stack_size + 512) / page;
 		r->ring_pages = 16;
-		while (r->ring_pages < want && r->ring_pages < 4096)
+		while (r->ring_pages * 2 <= want && r->ring_pages < 4096)
 			r->ring_pages *= 2;
 		/*
 		 * Without privilege the rings of all CPUs share one budget:
@@ -1088,14 +1091,15 @@ int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 		p->cpython = false;
 	}
 	char exe[4096];
-	const char *via = "none";
-	bool cpy = sp_proc_exe(pid, exe, sizeof(exe)) == 0 && sp_path_is_cpython(exe, &via);
-	if (p)
-		p->cpython = cpy;
-	pack_runtime(r, pid, t, cpy, cpy ? via : "none");
-	struct synth_ctx c = { r, pid, t };
+	struct synth_ctx c = { r, pid, t, NULL };
+	if (sp_proc_exe(pid, exe, sizeof(exe)) < 0 || !sp_path_is_cpython(exe, &c.via))
+		c.via = NULL;
 	if (sp_proc_maps(pid, synth_map, &c) < 0)
 		r->errors[SP_E_PROC_UNREADABLE]++;
+	/* The marker follows the maps it was judged from. */
+	if (p)
+		p->cpython = c.via != NULL;
+	pack_runtime(r, pid, t, c.via != NULL, c.via ? c.via : "none");
 	enable_events(r, first_event);
 	if (stopped_by_us)
 		stopped_continue(pid);
@@ -1116,6 +1120,9 @@ int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child)
 		close(go[1]);
 		close(ep[0]);
 		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		/* The stream owns standard output: the command writes to stderr. */
+		if (r->o.command_stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
 			_exit(127);
 		execvp(argv[0], argv);
 		int e = errno;
@@ -1159,10 +1166,12 @@ static void pack_options(struct sp_recorder *r)
 	msgpack_packer *pk = sp_writer_packer(r->w);
 	bool pids = !r->command;
 	sp_pack_key(pk, "options");
-	msgpack_pack_map(pk, 11 + (r->o.frequency_arg != NULL));
+	msgpack_pack_map(pk, 11 + (r->o.frequency_arg != NULL) + (r->o.kallsyms_out != NULL));
 	sp_pack_kv_u64(pk, "frequency", r->o.frequency);
 	if (r->o.frequency_arg)
 		sp_pack_kv_str(pk, "frequency_arg", r->o.frequency_arg);
+	if (r->o.kallsyms_out)
+		sp_pack_kv_str(pk, "kallsyms_out", r->o.kallsyms_out);
 	sp_pack_kv_u64(pk, "stack_size", r->o.stack_size);
 	sp_pack_kv_bool(pk, "kernel", r->o.kernel);
 	sp_pack_kv_bool(pk, "inherit", r->o.inherit);
@@ -1431,6 +1440,7 @@ static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t
 	pack_map(r, (pid_t)m.pid, (pid_t)m.tid, id.time, m.addr, m.len, m.pgoff, path,
 		 have_dev, have_dev ? m.maj : 0, have_dev ? m.min : 0, have_dev ? m.ino : 0,
 		 (int)m.prot, (int)m.flags, bid, bidlen, deleted);
+	note_mapping_runtime(r, (pid_t)m.pid, path, id.time);
 }
 
 static void handle_comm(struct sp_recorder *r, const unsigned char *rec, size_t size,
@@ -1709,10 +1719,19 @@ int sp_recorder_finish(struct sp_recorder *r)
 	/* End a launched command that is still running, as perf record does. */
 	reap_child(r);
 	if (r->child > 0 && r->child_status < 0) {
+		/* SIGTERM, and SIGKILL if it is still there after two seconds. */
 		kill(r->child, SIGTERM);
-		int st;
-		if (waitpid(r->child, &st, 0) == r->child)
-			r->child_status = st;
+		for (int i = 0; i < 200 && r->child_status < 0; i++) {
+			struct timespec ts = { 0, 10000000 };
+			nanosleep(&ts, NULL);
+			reap_child(r);
+		}
+		if (r->child_status < 0) {
+			kill(r->child, SIGKILL);
+			int st;
+			if (waitpid(r->child, &st, 0) == r->child)
+				r->child_status = st;
+		}
 	}
 
 	uint64_t end = now_ns();

@@ -38,6 +38,8 @@ struct sp_recorder_options {
 	double duration_s;		/* 0: none */
 	int refresh_threads_ms;		/* 0: off */
 	bool descendants;
+	const char *kallsyms_out;	/* NULL: none */
+	bool command_stdout_to_stderr;	/* the stream is on standard output */
 };
 
 struct sp_recorder;

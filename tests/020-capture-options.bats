@@ -80,3 +80,10 @@ load helper
 	run jqs "$BATS_TEST_TMPDIR/m.sps" 'select(.t=="header") | [.start_timestamp_us, .sample_interval_us]'
 	[ "$output" = "[1700000000000000,1001]" ]
 }
+
+@test "--poll-ms and --mmap-pages are used and recorded" {
+	sp-capture -q --poll-ms 20 --mmap-pages 256 -o "$BATS_TEST_TMPDIR/p.sps" -- "$WORKLOADS/spin" 0.3
+	run jqs "$BATS_TEST_TMPDIR/p.sps" 'select(.t=="header") | [.options.poll_ms, .options.mmap_pages]'
+	[ "$output" = "[20,256]" ]
+	[ "$(summary "$BATS_TEST_TMPDIR/p.sps" samples)" -gt 0 ]
+}

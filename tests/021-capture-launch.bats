@@ -107,3 +107,16 @@ PY
 	[ "$status" -eq 0 ]
 	[[ "$output" != *"samples"* ]]
 }
+
+@test "with the stream on standard output, the command's output goes to standard error" {
+	run --separate-stderr bash -c "sp-capture -q -- sh -c 'echo from-the-command' | sp-cat -t summary"
+	[ "$status" -eq 0 ]
+	[[ "$output" == '{"t":"summary"'* ]]
+	[[ "$stderr" == *"from-the-command"* ]]
+}
+
+@test "a command that ignores SIGTERM is killed when the recording ends" {
+	run timeout 20 sp-capture -o "$S" --duration 0.3 -- sh -c 'trap "" TERM; while :; do :; done'
+	[ "$status" -eq 0 ]
+	[ "$(summary "$S" command_status)" = -9 ]
+}

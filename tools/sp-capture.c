@@ -235,7 +235,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 				sp_usage_error("invalid --sample-interval-us '%s'", optarg);
 			c->o.has_sample_interval = true;
 			break;
-		case KALLSYMS_OUT: c->kallsyms_out = optarg; break;
+		case KALLSYMS_OUT: c->kallsyms_out = c->o.kallsyms_out = optarg; break;
 		case 'q': c->quiet = true; break;
 		case 'h': usage(); exit(SP_EXIT_OK);
 		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); exit(SP_EXIT_OK);
@@ -355,6 +355,7 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	int outfd = sp_open_output(c.output, true);
+	c.o.command_stdout_to_stderr = outfd == STDOUT_FILENO;
 	struct sp_writer *w = sp_writer_new(outfd, c.output ? c.output : "-");
 	struct sp_recorder *r = w ? sp_recorder_new(&c.o, w) : NULL;
 	if (!r)

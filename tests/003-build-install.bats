@@ -1,0 +1,15 @@
+#!/usr/bin/env bats
+# make install honours PREFIX and DESTDIR and installs the man pages.
+
+load helper
+
+@test "make install puts the tools and man pages under DESTDIR/PREFIX" {
+	d=$BATS_TEST_TMPDIR/stage
+	make -s -C "$TOP" install BUILD="$SP_BUILD" PREFIX=/opt/sp DESTDIR="$d" > /dev/null
+	for t in "$BIN"/sp-*; do
+		[ -x "$d/opt/sp/bin/${t##*/}" ]
+		[ -f "$d/opt/sp/share/man/man1/${t##*/}.1" ]
+	done
+	[ -f "$d/opt/sp/share/man/man5/sp-stream.5" ]
+	"$d/opt/sp/bin/sp-cat" "$VECTORS/raw.sps" > /dev/null
+}
