@@ -33,7 +33,8 @@
 	X(STACK, "stack") \
 	X(FRAME, "frame") \
 	X(SYMSTACK, "symstack") \
-	X(SUMMARY, "summary")
+	X(SUMMARY, "summary") \
+	X(UNWIND, "unwind")
 
 enum sp_rtype {
 	SP_R_UNKNOWN = 0,
@@ -146,6 +147,7 @@ enum sp_vtype {
 	X(MODULE, "path", STR, SP_REQ) \
 	X(MODULE, "kind", STR, SP_OPT) \
 	X(MODULE, "build_id", BIN, SP_OPT) \
+	X(MODULE, "pid", UINT, SP_OPT) \
 	X(STACK, "id", UINT, SP_REQ) \
 	X(STACK, "frames", ARRAY, SP_REQ) \
 	X(FRAME, "id", UINT, SP_REQ) \
@@ -178,7 +180,21 @@ enum sp_vtype {
 	X(SUMMARY, "threads", UINT, SP_OPT) \
 	X(SUMMARY, "duration_ns", UINT, SP_OPT) \
 	X(SUMMARY, "time", UINT, SP_OPT) \
-	X(SUMMARY, "command_status", INT, SP_OPT)
+	X(SUMMARY, "command_status", INT, SP_OPT) \
+	X(UNWIND, "samples", UINT, SP_REQ) \
+	X(UNWIND, "user_samples", UINT, SP_REQ) \
+	X(UNWIND, "complete", UINT, SP_REQ) \
+	X(UNWIND, "frames", UINT, SP_REQ) \
+	X(UNWIND, "ends", ARRAY, SP_REQ) \
+	X(UNWIND, "stacks", UINT, SP_OPT) \
+	X(UNWIND, "modules", UINT, SP_OPT) \
+	X(UNWIND, "bad_shared_copies", UINT, SP_OPT) \
+	X(UNWIND, "cache_hits", UINT, SP_OPT) \
+	X(UNWIND, "cache_misses", UINT, SP_OPT) \
+	X(UNWIND, "fp_frames", UINT, SP_OPT) \
+	X(UNWIND, "modules_opened", UINT, SP_OPT) \
+	X(UNWIND, "modules_missing", UINT, SP_OPT) \
+	X(UNWIND, "modules_mismatched", UINT, SP_OPT)
 
 /*
  * The error kinds counted in a summary's error_stats.

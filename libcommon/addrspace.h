@@ -1,0 +1,64 @@
+/*
+ * Address spaces as a stream describes them: each process's executable
+ * mappings, kept from process, map, fork, exec and exit records, so that
+ * each sample is interpreted against what was mapped at its time.
+ * Core layer: no printing.
+ */
+#ifndef SP_ADDRSPACE_H
+#define SP_ADDRSPACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buildid.h"
+#include "record.h"
+
+/*
+ * A mapped object: one per distinct (path, build-id), or per process for
+ * anonymous memory.  Owned by the address-space table; the unwinder hangs
+ * its per-file state on it.
+ */
+struct sp_object {
+	char *path;
+	unsigned char build_id[SP_BUILD_ID_MAX];
+	int build_id_len;
+	uint32_t anon_pid;	/* anonymous memory: the process; else 0 */
+	bool anon;		/* //anon, [heap], memfd: no file to read */
+	bool vdso;
+	void *priv;		/* the user's state for this object */
+	uint64_t out_id;	/* a consumer's id for it, UINT64_MAX: none yet */
+};
+
+struct sp_mapping {
+	uint64_t start, end, pgoff;
+	struct sp_object *obj;
+};
+
+struct sp_addrspaces;
+
+/* Returns NULL only when memory runs out. */
+struct sp_addrspaces *sp_addrspaces_new(void);
+
+/* Frees everything; free_priv (may be NULL) is called for each object. */
+void sp_addrspaces_free(struct sp_addrspaces *a, void (*free_priv)(void *));
+
+/* Forgets every process and object (a new segment starts). */
+void sp_addrspaces_reset(struct sp_addrspaces *a, void (*free_priv)(void *));
+
+/*
+ * Applies a process, map, fork, exec or exit record; other records are
+ * ignored.  Returns 0, or -1 when memory runs out.
+ */
+int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
+			const msgpack_object *rec);
+
+/* The mapping of pid that contains addr, or NULL. */
+const struct sp_mapping *sp_addrspaces_find(struct sp_addrspaces *a,
+					    uint32_t pid, uint64_t addr);
+
+/* Calls fn for every object, e.g. to report counts. */
+void sp_addrspaces_each_object(struct sp_addrspaces *a,
+			       void (*fn)(struct sp_object *o, void *arg), void *arg);
+
+#endif

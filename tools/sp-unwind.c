@@ -1,0 +1,567 @@
+/*
+ * sp-unwind: turns each raw sample's registers and stack copy into a
+ * stack of frames by DWARF CFI, against the mappings the stream recorded
+ * for its process at its time, and writes the unwound stream: interned
+ * stacks that samples refer to by id, the modules they lie in, and every
+ * other record passed through.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addrspace.h"
+#include "header.h"
+#include "stream.h"
+#include "tool.h"
+#include "unwind.h"
+
+#define DEFAULT_MAX_DEPTH 512
+#define MAX_KERNEL_FRAMES 512
+
+static volatile int interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void usage(void)
+{
+	printf("Usage: %s [options] [FILE]\n"
+	       "Unwind the stack copies of a raw stackpulse stream by DWARF CFI.\n"
+	       "FILE is '-' or absent for standard input.\n"
+	       "\n"
+	       "  -o, --output FILE      write the unwound stream to FILE\n"
+	       "      --root DIR         look recorded module paths up under DIR\n"
+	       "      --module-dir DIR   a directory in build-id layout (DIR/.build-id/xx/rest),\n"
+	       "                         searched before the recorded path; repeatable\n"
+	       "  -f, --follow           read a file still being written; end at its summary\n"
+	       "                         or on SIGINT\n"
+	       "      --max-depth N      user frames per stack at most (default %d)\n"
+	       "      --no-fp-fallback   never walk frame pointers where no CFI covers an address\n"
+	       "      --max-record BYTES largest input record accepted (default %u)\n"
+	       "  -h, --help             show this help\n"
+	       "  -V, --version          show the version\n"
+	       "\n" SP_EXIT_STATUS_HELP,
+	       sp_progname, DEFAULT_MAX_DEPTH, SP_DEFAULT_MAX_RECORD);
+}
+
+/* The last full stack copy of each thread, to rebuild shared tails. */
+struct copy {
+	uint32_t tid;	/* 0: free */
+	unsigned char *buf;
+	size_t len, cap;
+};
+
+/* One output frame, as hashed for interning. */
+struct oframe {
+	uint64_t addr, module, rel;	/* module UINT64_MAX: nil */
+	uint64_t flags;
+};
+
+struct state {
+	struct sp_writer *w;
+	struct sp_addrspaces *as;
+	struct sp_unwinder *u;
+	struct sp_unwind_options uo;
+	struct sp_object kernel;	/* the pseudo-module of kernel frames */
+	uint64_t next_module;
+
+	struct copy *copies;
+	size_t capcopies, ncopies;
+
+	/* Interned stacks: frames in one arena, a hash of (offset, count). */
+	struct oframe *arena;
+	size_t narena, caparena;
+	struct { uint64_t hash; size_t off, n; } *stacks;
+	size_t nstacks;
+	uint64_t *slots;	/* stack index + 1; 0: empty */
+	size_t capslots;
+
+	struct sp_uframe *uframes;
+	struct oframe *frames;
+
+	/* Counters for the unwind record. */
+	uint64_t samples, user_samples, frames_out, bad_copies;
+	uint64_t ends[SP_END_COUNT];
+};
+
+static struct copy *copy_get(struct state *st, uint32_t tid)
+{
+	if ((st->ncopies + 1) * 2 > st->capcopies) {
+		size_t ncap = st->capcopies ? st->capcopies * 2 : 64;
+		struct copy *nc = sp_xcalloc(ncap, sizeof(*nc));
+		for (size_t i = 0; i < st->capcopies; i++) {
+			if (!st->copies[i].tid)
+				continue;
+			size_t h = (st->copies[i].tid * 2654435761u) & (ncap - 1);
+			while (nc[h].tid)
+				h = (h + 1) & (ncap - 1);
+			nc[h] = st->copies[i];
+		}
+		free(st->copies);
+		st->copies = nc;
+		st->capcopies = ncap;
+	}
+	size_t h = (tid * 2654435761u) & (st->capcopies - 1);
+	while (st->copies[h].tid && st->copies[h].tid != tid)
+		h = (h + 1) & (st->capcopies - 1);
+	if (!st->copies[h].tid) {
+		st->copies[h].tid = tid;
+		st->ncopies++;
+	}
+	return &st->copies[h];
+}
+
+static void reset_segment(struct state *st)
+{
+	sp_addrspaces_reset(st->as, sp_unwinder_free_object);
+	for (size_t i = 0; i < st->capcopies; i++)
+		free(st->copies[i].buf);
+	free(st->copies);
+	st->copies = NULL;
+	st->capcopies = st->ncopies = 0;
+	st->narena = st->nstacks = 0;
+	if (st->slots)
+		memset(st->slots, 0, st->capslots * sizeof(*st->slots));
+	st->kernel.out_id = UINT64_MAX;
+	st->next_module = 0;
+	st->samples = st->user_samples = st->frames_out = st->bad_copies = 0;
+	memset(st->ends, 0, sizeof(st->ends));
+}
+
+static const char *object_kind(const struct sp_object *o)
+{
+	if (o->vdso)
+		return "vdso";
+	if (o->anon)
+		return "jit";
+	return o->path[0] == '[' ? "anon" : "elf";
+}
+
+/* Writes the module record of an object the first time a stack uses it. */
+static uint64_t module_id(struct state *st, struct sp_object *o)
+{
+	if (o->out_id != UINT64_MAX)
+		return o->out_id;
+	o->out_id = st->next_module++;
+	msgpack_packer *pk = sp_writer_packer(st->w);
+	bool kernel = o == &st->kernel;
+	msgpack_pack_map(pk, 4 + (o->build_id_len > 0) + (o->anon_pid != 0));
+	sp_pack_kv_str(pk, "t", "module");
+	sp_pack_kv_u64(pk, "id", o->out_id);
+	sp_pack_kv_str(pk, "path", o->path);
+	sp_pack_kv_str(pk, "kind", kernel ? "kernel" : object_kind(o));
+	if (o->build_id_len > 0)
+		sp_pack_kv_bin(pk, "build_id", o->build_id, (size_t)o->build_id_len);
+	if (o->anon_pid)
+		sp_pack_kv_u64(pk, "pid", o->anon_pid);
+	return o->out_id;
+}
+
+static uint64_t hash_frames(const struct oframe *f, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) {
+		h = (h ^ f[i].addr) * 1099511628211ull;
+		h = (h ^ (f[i].module + (f[i].flags << 40))) * 1099511628211ull;
+	}
+	return h ^ (h >> 29);
+}
+
+/* Returns the id of a stack, writing its record when it is new. */
+static uint64_t intern(struct state *st, const struct oframe *f, size_t n)
+{
+	uint64_t h = hash_frames(f, n);
+	if (st->capslots) {
+		for (size_t i = h & (st->capslots - 1); st->slots[i]; i = (i + 1) & (st->capslots - 1)) {
+			size_t k = st->slots[i] - 1;
+			if (st->stacks[k].hash == h && st->stacks[k].n == n &&
+			    memcmp(st->arena + st->stacks[k].off, f, n * sizeof(*f)) == 0)
+				return k;
+		}
+	}
+	if ((st->nstacks + 1) * 2 > st->capslots) {
+		size_t ncap = st->capslots ? st->capslots * 2 : 1024;
+		uint64_t *ns = sp_xcalloc(ncap, sizeof(*ns));
+		for (size_t k = 0; k < st->nstacks; k++) {
+			size_t i = st->stacks[k].hash & (ncap - 1);
+			while (ns[i])
+				i = (i + 1) & (ncap - 1);
+			ns[i] = k + 1;
+		}
+		free(st->slots);
+		st->slots = ns;
+		st->capslots = ncap;
+		st->stacks = sp_xrealloc(st->stacks, ncap / 2 * sizeof(*st->stacks));
+	}
+	if (st->narena + n > st->caparena) {
+		st->caparena = (st->narena + n) * 2 + 1024;
+		st->arena = sp_xrealloc(st->arena, st->caparena * sizeof(*st->arena));
+	}
+	memcpy(st->arena + st->narena, f, n * sizeof(*f));
+	size_t k = st->nstacks++;
+	st->stacks[k].hash = h;
+	st->stacks[k].off = st->narena;
+	st->stacks[k].n = n;
+	st->narena += n;
+	size_t i = h & (st->capslots - 1);
+	while (st->slots[i])
+		i = (i + 1) & (st->capslots - 1);
+	st->slots[i] = k + 1;
+
+	msgpack_packer *pk = sp_writer_packer(st->w);
+	msgpack_pack_map(pk, 3);
+	sp_pack_kv_str(pk, "t", "stack");
+	sp_pack_kv_u64(pk, "id", k);
+	sp_pack_key(pk, "frames");
+	msgpack_pack_array(pk, n);
+	for (size_t j = 0; j < n; j++) {
+		msgpack_pack_array(pk, 4);
+		msgpack_pack_uint64(pk, f[j].addr);
+		if (f[j].module == UINT64_MAX)
+			msgpack_pack_nil(pk);
+		else
+			msgpack_pack_uint64(pk, f[j].module);
+		msgpack_pack_uint64(pk, f[j].rel);
+		msgpack_pack_uint64(pk, f[j].flags);
+	}
+	return k;
+}
+
+/* Whether a raw sample key is one sp-unwind consumes. */
+static bool raw_key(const msgpack_object *k)
+{
+	static const char *const keys[] = { "t", "pid", "tid", "time", "cpu", "period",
+		"abi", "regs", "ustack", "ustack_shared", "ustack_full", "kstack", "stack" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+		if (sp_obj_str_eq(k, keys[i]))
+			return true;
+	return false;
+}
+
+static void unwind_sample(struct state *st, const struct sp_record *rec, unsigned max_depth)
+{
+	const msgpack_object *m = rec->map;
+	uint64_t pid = 0, tid = 0, shared = 0, abi = 0;
+	bool full = false;
+	sp_map_u64(m, "pid", &pid);
+	sp_map_u64(m, "tid", &tid);
+	sp_map_u64(m, "ustack_shared", &shared);
+	sp_map_u64(m, "abi", &abi);
+	sp_map_bool(m, "ustack_full", &full);
+	const void *us = NULL;
+	size_t uslen = 0;
+	if (!sp_map_bin(m, "ustack", &us, &uslen))
+		uslen = 0;
+	st->samples++;
+
+	/* The full copy: this sample's bytes, then the shared tail. */
+	struct copy *c = NULL;
+	if (uslen || shared) {
+		c = copy_get(st, (uint32_t)tid);
+		size_t total = uslen + shared;
+		if (shared > c->len) {
+			st->bad_copies++;
+			total = uslen;
+			shared = 0;
+		}
+		if (total > c->cap) {
+			unsigned char *nb = sp_xmalloc(total);
+			memcpy(nb + uslen, c->buf + c->len - shared, shared);
+			free(c->buf);
+			c->buf = nb;
+			c->cap = total;
+		} else {
+			memmove(c->buf + uslen, c->buf + c->len - shared, shared);
+		}
+		memcpy(c->buf, us, uslen);
+		c->len = total;
+	}
+
+	size_t n = 0;
+	const msgpack_object_array *ks = sp_map_array(m, "kstack");
+	for (uint32_t i = 0; ks && i < ks->size && n < MAX_KERNEL_FRAMES; i++) {
+		if (ks->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			continue;
+		uint64_t a = ks->ptr[i].via.u64;
+		st->frames[n++] = (struct oframe){ a, module_id(st, &st->kernel), a,
+						   SP_FRAME_KERNEL | (n ? SP_FRAME_RETADDR : 0) };
+	}
+	const msgpack_object_array *regs = sp_map_array(m, "regs");
+	if (abi && regs && regs->size >= 17) {
+		uint64_t r[17];
+		for (int i = 0; i < 17; i++)
+			r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
+				regs->ptr[i].via.u64 : 0;
+		size_t nu = 0;
+		enum sp_unwind_end end = sp_unwind(st->u, st->as, (uint32_t)pid, r, 17,
+						   c ? c->buf : NULL, c ? c->len : 0, full,
+						   st->uframes, max_depth, &nu);
+		st->user_samples++;
+		st->ends[end]++;
+		for (size_t i = 0; i < nu; i++) {
+			const struct sp_uframe *f = &st->uframes[i];
+			st->frames[n++] = (struct oframe){ f->addr,
+				f->obj ? module_id(st, f->obj) : UINT64_MAX, f->rel, f->flags };
+		}
+		if (end != SP_END_COMPLETE)
+			st->frames[n++] = (struct oframe){ 0, UINT64_MAX, (uint64_t)end, SP_FRAME_MARKER };
+	}
+	st->frames_out += n;
+
+	/* Module and stack records first, then the sample that uses them. */
+	uint64_t id = n ? intern(st, st->frames, n) : 0;
+	msgpack_packer *pk = sp_writer_packer(st->w);
+	const msgpack_object_map *mm = &m->via.map;
+	size_t keep = 0;
+	for (uint32_t i = 0; i < mm->size; i++)
+		keep += !raw_key(&mm->ptr[i].key);
+	uint64_t v;
+	size_t nkeys = 4 + keep + (n > 0) + sp_map_u64(m, "cpu", &v) + sp_map_u64(m, "period", &v);
+	msgpack_pack_map(pk, nkeys);
+	sp_pack_kv_str(pk, "t", "sample");
+	sp_pack_kv_u64(pk, "pid", pid);
+	sp_pack_kv_u64(pk, "tid", tid);
+	if (sp_map_u64(m, "time", &v))
+		sp_pack_kv_u64(pk, "time", v);
+	if (sp_map_u64(m, "cpu", &v))
+		sp_pack_kv_u64(pk, "cpu", v);
+	if (sp_map_u64(m, "period", &v))
+		sp_pack_kv_u64(pk, "period", v);
+	for (uint32_t i = 0; i < mm->size; i++)
+		if (!raw_key(&mm->ptr[i].key)) {
+			msgpack_pack_object(pk, mm->ptr[i].key);
+			msgpack_pack_object(pk, mm->ptr[i].val);
+		}
+	if (n)
+		sp_pack_kv_u64(pk, "stack", id);
+}
+
+/* The unwinder's counters, written just before the capture summary. */
+static void write_unwind_record(struct state *st)
+{
+	struct sp_unwind_stats us;
+	sp_unwinder_stats(st->u, &us);
+	msgpack_packer *pk = sp_writer_packer(st->w);
+	msgpack_pack_map(pk, 15);
+	sp_pack_kv_str(pk, "t", "unwind");
+	sp_pack_kv_u64(pk, "samples", st->samples);
+	sp_pack_kv_u64(pk, "user_samples", st->user_samples);
+	sp_pack_kv_u64(pk, "complete", st->ends[SP_END_COMPLETE]);
+	sp_pack_kv_u64(pk, "frames", st->frames_out);
+	sp_pack_kv_u64(pk, "stacks", st->nstacks);
+	sp_pack_kv_u64(pk, "modules", st->next_module);
+	sp_pack_key(pk, "ends");
+	msgpack_pack_array(pk, SP_END_COUNT);
+	for (int e = 0; e < SP_END_COUNT; e++) {
+		msgpack_pack_map(pk, 4);
+		sp_pack_kv_u64(pk, "code", (uint64_t)e);
+		sp_pack_kv_str(pk, "kind", sp_unwind_end_name((enum sp_unwind_end)e));
+		sp_pack_kv_u64(pk, "count", st->ends[e]);
+		sp_pack_kv_str(pk, "description", sp_unwind_end_description((enum sp_unwind_end)e));
+	}
+	sp_pack_kv_u64(pk, "bad_shared_copies", st->bad_copies);
+	sp_pack_kv_u64(pk, "cache_hits", us.cache_hits);
+	sp_pack_kv_u64(pk, "cache_misses", us.cache_misses);
+	sp_pack_kv_u64(pk, "fp_frames", us.fp_frames);
+	sp_pack_kv_u64(pk, "modules_opened", us.modules_opened);
+	sp_pack_kv_u64(pk, "modules_missing", us.modules_missing);
+	sp_pack_kv_u64(pk, "modules_mismatched", us.modules_mismatched);
+}
+
+/* The capture summary with this stage's truncation count. */
+static void write_summary(struct state *st, const msgpack_object *m)
+{
+	msgpack_packer *pk = sp_writer_packer(st->w);
+	const msgpack_object_map *mm = &m->via.map;
+	msgpack_pack_map(pk, mm->size);
+	for (uint32_t i = 0; i < mm->size; i++) {
+		msgpack_pack_object(pk, mm->ptr[i].key);
+		if (sp_obj_str_eq(&mm->ptr[i].key, "truncated_frame_markers"))
+			msgpack_pack_uint64(pk, st->ends[SP_END_TRUNCATED]);
+		else
+			msgpack_pack_object(pk, mm->ptr[i].val);
+	}
+}
+
+/* Whether a header was written on this host in this boot. */
+static bool same_boot(const msgpack_object *hdr)
+{
+	const msgpack_object *host = sp_map_get(hdr, "host");
+	const char *b;
+	size_t n;
+	char mine[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+	if (f) {
+		if (fgets(mine, sizeof(mine), f))
+			mine[strcspn(mine, "\n")] = '\0';
+		fclose(f);
+	}
+	return host && sp_map_str(host, "boot_id", &b, &n) && n == strlen(mine) && n > 0 &&
+	       memcmp(b, mine, n) == 0;
+}
+
+int main(int argc, char **argv)
+{
+	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "root", required_argument, NULL, ROOT },
+		{ "module-dir", required_argument, NULL, MODULE_DIR },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "max-depth", required_argument, NULL, MAX_DEPTH },
+		{ "no-fp-fallback", no_argument, NULL, NO_FP },
+		{ "max-record", required_argument, NULL, MAX_RECORD },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *output = NULL, *root = NULL;
+	const char **dirs = NULL;
+	size_t ndirs = 0, max_record = SP_DEFAULT_MAX_RECORD;
+	bool follow = false, fp = true;
+	unsigned max_depth = DEFAULT_MAX_DEPTH;
+	uint64_t v;
+	int c;
+
+	sp_tool_init(argv[0]);
+	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': output = optarg; break;
+		case ROOT: root = strcmp(optarg, "/") == 0 ? NULL : optarg; break;
+		case MODULE_DIR:
+			dirs = sp_xrealloc(dirs, (ndirs + 1) * sizeof(*dirs));
+			dirs[ndirs++] = optarg;
+			break;
+		case 'f': follow = true; break;
+		case MAX_DEPTH:
+			if (sp_parse_u64(optarg, 65536, &v) < 0 || v == 0)
+				sp_usage_error("invalid --max-depth '%s' (1 to 65536)", optarg);
+			max_depth = (unsigned)v;
+			break;
+		case NO_FP: fp = false; break;
+		case MAX_RECORD:
+			if (sp_parse_u64(optarg, 1u << 30, &v) < 0 || v < 64)
+				sp_usage_error("invalid --max-record '%s'", optarg);
+			max_record = (size_t)v;
+			break;
+		case 'h': usage(); return SP_EXIT_OK;
+		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		default:
+			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
+			return SP_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1)
+		sp_usage_error("give at most one input file");
+	const char *input = optind < argc ? argv[optind] : NULL;
+
+	int infd = sp_open_input(input);
+	int outfd = sp_open_output(output, true);
+	struct state st = { 0 };
+	st.w = sp_writer_new(outfd, output ? output : "-");
+	st.as = sp_addrspaces_new();
+	st.uo = (struct sp_unwind_options){ .root = root, .module_dirs = dirs,
+					    .nmodule_dirs = ndirs, .max_depth = max_depth,
+					    .fp_fallback = fp };
+	st.u = sp_unwinder_new(&st.uo);
+	st.kernel.path = "[kernel.kallsyms]";
+	st.kernel.out_id = UINT64_MAX;
+	st.uframes = sp_xmalloc((max_depth + 1) * sizeof(*st.uframes));
+	st.frames = sp_xmalloc((max_depth + MAX_KERNEL_FRAMES + 2) * sizeof(*st.frames));
+	struct sp_reader *r = sp_reader_new(infd, input ? input : "-");
+	if (!st.w || !st.as || !st.u || !r)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	sp_reader_set_max_record(r, max_record);
+	if (follow) {
+		struct sigaction sa = { .sa_handler = on_signal };
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sp_reader_set_follow(r, &interrupted, 50);
+	}
+
+	int status = SP_EXIT_OK;
+	struct sp_record rec;
+	enum sp_read_status rs;
+	while ((rs = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
+		switch (rec.type) {
+		case SP_R_HEADER: {
+			const struct sp_header *h = sp_reader_header(r);
+			if (h->stage != SP_STAGE_RAW) {
+				sp_warn("'%s': byte offset %llu, record %llu: the stream is already %s; "
+					"sp-unwind reads raw streams from sp-capture",
+					input ? input : "-", (unsigned long long)rec.offset,
+					(unsigned long long)rec.index, sp_stage_name(h->stage));
+				status = SP_EXIT_FATAL;
+				goto done;
+			}
+			reset_segment(&st);
+			sp_unwinder_free(st.u);
+			st.uo.this_host = same_boot(rec.map);
+			st.u = sp_unwinder_new(&st.uo);
+			if (!st.u)
+				sp_die(SP_EXIT_FATAL, "out of memory");
+			sp_pack_derived_header(sp_writer_packer(st.w), rec.map, SP_STAGE_UNWOUND,
+					       "sp-unwind", argc, argv);
+			break;
+		}
+		case SP_R_SAMPLE:
+			unwind_sample(&st, &rec, max_depth);
+			break;
+		case SP_R_SUMMARY:
+			write_unwind_record(&st);
+			write_summary(&st, rec.map);
+			break;
+		case SP_R_PROCESS: case SP_R_MAP: case SP_R_FORK: case SP_R_EXEC: case SP_R_EXIT:
+			if (sp_addrspaces_apply(st.as, rec.type, rec.map) < 0)
+				sp_die(SP_EXIT_FATAL, "out of memory");
+			sp_writer_raw(st.w, rec.raw, rec.raw_len);
+			break;
+		default:
+			sp_writer_raw(st.w, rec.raw, rec.raw_len);
+			break;
+		}
+		if (sp_writer_failed(st.w))
+			break;
+		if (follow) {
+			sp_writer_flush(st.w);
+			if (rec.type == SP_R_SUMMARY)
+				break;
+		}
+	}
+	if (rs == SP_READ_ERROR) {
+		sp_warn("'%s': %s", input ? input : "-", sp_reader_error(r));
+		status = SP_EXIT_PARTIAL;
+	} else if (rs == SP_READ_END && sp_reader_records(r) > 0 && !sp_reader_saw_summary(r)) {
+		sp_warn("'%s': stream ends without a summary record after %llu records: "
+			"it was cut short; everything before the cut was unwound",
+			input ? input : "-", (unsigned long long)sp_reader_records(r));
+		status = SP_EXIT_PARTIAL;
+	}
+done:
+	if (sp_writer_close(st.w) < 0) {
+		sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
+		status = SP_EXIT_FATAL;
+	}
+	sp_reader_free(r);
+	sp_addrspaces_free(st.as, sp_unwinder_free_object);
+	sp_unwinder_free(st.u);
+	for (size_t i = 0; i < st.capcopies; i++)
+		free(st.copies[i].buf);
+	free(st.copies);
+	free(st.arena);
+	free(st.stacks);
+	free(st.slots);
+	free(st.uframes);
+	free(st.frames);
+	free(dirs);
+	if (infd != STDIN_FILENO)
+		close(infd);
+	return status;
+}
