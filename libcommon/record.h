@@ -192,6 +192,7 @@ enum sp_vtype {
 	X(UNWIND, "cache_hits", UINT, SP_OPT) \
 	X(UNWIND, "cache_misses", UINT, SP_OPT) \
 	X(UNWIND, "fp_frames", UINT, SP_OPT) \
+	X(UNWIND, "scan_frames", UINT, SP_OPT) \
 	X(UNWIND, "modules_opened", UINT, SP_OPT) \
 	X(UNWIND, "modules_missing", UINT, SP_OPT) \
 	X(UNWIND, "modules_mismatched", UINT, SP_OPT)

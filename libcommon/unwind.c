@@ -575,12 +575,31 @@ static int apply(const struct rule *r, const struct state *s, struct state *next
 	return 0;
 }
 
-/* One frame-pointer step: [bp] is the caller's bp, [bp + 8] its pc. */
+/* Whether pc can be a return address: in a file mapping with CFI for pc - 1. */
+static bool plausible_ra(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			 uint64_t pc)
+{
+	const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
+	if (!m || m->obj->anon)
+		return false;
+	struct modstate *ms = resolve(u, m->obj);
+	if (!ms || ms->state != M_OK)
+		return false;
+	const struct rule *r = rule_lookup(u, ms, sp_unwind_rel(u, m, pc) - 1);
+	return r && !r->none;
+}
+
+/*
+ * One frame-pointer step: [bp] is the caller's bp, [bp + 8] its pc.  The
+ * frame pointer of the frame being left lies a little above its stack
+ * pointer; a bp far away belongs to no frame of this code.
+ */
 static int fp_step(const struct state *s, struct state *next)
 {
 	uint64_t bp = s->reg[DW_BP], nbp, ra;
 	int rc;
-	if (!(s->valid & (1u << DW_BP)) || bp < s->reg[DW_SP] || (bp & 7))
+	if (!(s->valid & (1u << DW_BP)) || bp < s->reg[DW_SP] || (bp & 7) ||
+	    bp - s->reg[DW_SP] > 65536)
 		return SP_END_NO_CFI;
 	if ((rc = read8(s, bp, &nbp)) != 0 || (rc = read8(s, bp + 8, &ra)) != 0)
 		return rc == SP_END_BAD_CFA ? SP_END_NO_CFI : rc;
@@ -590,6 +609,31 @@ static int fp_step(const struct state *s, struct state *next)
 	next->reg[DW_RA] = ra;
 	next->valid = (1u << DW_BP) | (1u << DW_SP) | (1u << DW_RA);
 	return 0;
+}
+
+/*
+ * For code with neither CFI nor a frame pointer, such as CPython 3.12's
+ * perf trampolines ("sub $8, %rsp; call *%rcx; add $8, %rsp; ret"): the
+ * first of the next few stack words that is a plausible return address.
+ * The code in between is taken to save no registers.
+ */
+static int scan_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+		     const struct state *s, struct state *next)
+{
+	uint64_t sp = s->reg[DW_SP];
+	for (int i = 0; i < 16; i++) {
+		uint64_t v;
+		int rc = read8(s, sp + 8 * (uint64_t)i, &v);
+		if (rc)
+			return rc == SP_END_BAD_CFA ? SP_END_NO_CFI : rc;
+		if (v && plausible_ra(u, a, pid, v)) {
+			*next = *s;
+			next->reg[DW_SP] = sp + 8 * (uint64_t)i + 8;
+			next->reg[DW_RA] = v;
+			return 0;
+		}
+	}
+	return SP_END_NO_CFI;
 }
 
 enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
@@ -655,9 +699,13 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			if (!u->o.fp_fallback)
 				return SP_END_NO_CFI;
 			rc = fp_step(&s, &next);
-			if (rc)
+			if (rc == 0 && plausible_ra(u, a, pid, next.reg[DW_RA])) {
+				u->st.fp_frames++;
+			} else if ((rc = scan_step(u, a, pid, &s, &next)) == 0) {
+				u->st.scan_frames++;
+			} else {
 				return (enum sp_unwind_end)rc;
-			u->st.fp_frames++;
+			}
 			retaddr = true;
 		}
 		if (!(next.valid & (1u << DW_RA)) || next.reg[DW_RA] == 0)

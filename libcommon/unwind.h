@@ -56,7 +56,7 @@ struct sp_uframe {
 };
 
 struct sp_unwind_stats {
-	uint64_t cache_hits, cache_misses, fp_frames;
+	uint64_t cache_hits, cache_misses, fp_frames, scan_frames;
 	uint64_t modules_opened, modules_missing, modules_mismatched;
 };
 

@@ -349,7 +349,7 @@ static void write_unwind_record(struct state *st)
 	struct sp_unwind_stats us;
 	sp_unwinder_stats(st->u, &us);
 	msgpack_packer *pk = sp_writer_packer(st->w);
-	msgpack_pack_map(pk, 15);
+	msgpack_pack_map(pk, 16);
 	sp_pack_kv_str(pk, "t", "unwind");
 	sp_pack_kv_u64(pk, "samples", st->samples);
 	sp_pack_kv_u64(pk, "user_samples", st->user_samples);
@@ -370,6 +370,7 @@ static void write_unwind_record(struct state *st)
 	sp_pack_kv_u64(pk, "cache_hits", us.cache_hits);
 	sp_pack_kv_u64(pk, "cache_misses", us.cache_misses);
 	sp_pack_kv_u64(pk, "fp_frames", us.fp_frames);
+	sp_pack_kv_u64(pk, "scan_frames", us.scan_frames);
 	sp_pack_kv_u64(pk, "modules_opened", us.modules_opened);
 	sp_pack_kv_u64(pk, "modules_missing", us.modules_missing);
 	sp_pack_kv_u64(pk, "modules_mismatched", us.modules_mismatched);
