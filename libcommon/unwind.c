@@ -197,8 +197,11 @@ static struct modstate *resolve(struct sp_unwinder *u, struct sp_object *obj)
 		}
 		return ms;
 	}
-	/* Candidates: build-id directories, then the recorded path (under --root). */
-	size_t ncand = u->o.nmodule_dirs + 1;
+	/*
+	 * Candidates: build-id directories, the recorded path under --root,
+	 * then the path itself, where a build-id can vouch for the file.
+	 */
+	size_t ncand = u->o.nmodule_dirs + 1 + (u->o.root && obj->build_id_len > 0);
 	bool mismatch = false;
 	for (size_t c = 0; c < ncand; c++) {
 		char path[4096];
@@ -209,8 +212,10 @@ static struct modstate *resolve(struct sp_unwinder *u, struct sp_object *obj)
 					 obj->build_id[0]);
 			for (int i = 1; i < obj->build_id_len && k > 0 && (size_t)k + 3 < sizeof(path); i++)
 				k += snprintf(path + k, sizeof(path) - (size_t)k, "%02x", obj->build_id[i]);
-		} else {
+		} else if (c == u->o.nmodule_dirs) {
 			snprintf(path, sizeof(path), "%s%s", u->o.root ? u->o.root : "", obj->path);
+		} else {
+			snprintf(path, sizeof(path), "%s", obj->path);
 		}
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)

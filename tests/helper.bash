@@ -58,3 +58,13 @@ as_nobody() {
 proc_state() {
 	awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null
 }
+
+# folded FILE [ARGS]: the stacks of an unwound stream, named by addr2line.
+folded() {
+	/usr/bin/python3 "$TOP/tests/lib/stacks.py" "$@"
+}
+
+# unwind_count FILE KIND: how many stacks of an unwound stream ended so.
+unwind_count() {
+	sp-cat -t unwind "$1" | jq -r ".ends[] | select(.kind==\"$2\") | .count"
+}

@@ -42,6 +42,7 @@ def main():
         elif args[0] == "--no-count":
             count = False
             args = args[1:]
+    # Module ids are scoped to a segment: name them by path instead.
     modules, stacks, samples = {}, {}, []
     with open(args[0], "rb") as f:
         for r in msgpack.Unpacker(f, raw=False, strict_map_key=False):
@@ -51,20 +52,23 @@ def main():
             elif t == "module":
                 modules[r["id"]] = r
             elif t == "stack":
-                stacks[r["id"]] = r["frames"]
+                stacks[r["id"]] = [
+                    (fr[0], None if fr[1] is None else
+                     (modules[fr[1]]["path"], modules[fr[1]]["kind"]), fr[2], fr[3])
+                    for fr in r["frames"]]
             elif t == "sample" and "stack" in r:
                 if only_pid is None or r["pid"] == only_pid:
                     samples.append(stacks[r["stack"]])
     wanted = {}
     for frames in samples:
-        for addr, mod, rel, flags in (fr[:4] for fr in frames):
-            if mod is not None and modules[mod]["kind"] == "elf":
+        for addr, mod, rel, flags in frames:
+            if mod is not None and mod[1] == "elf":
                 wanted.setdefault(mod, []).append(rel - 1 if flags & 4 else rel)
-    named = {m: names(modules[m]["path"], rels) for m, rels in wanted.items()}
+    named = {m: names(m[0], rels) for m, rels in wanted.items()}
     folded = Counter()
     for frames in samples:
         parts = []
-        for addr, mod, rel, flags in (fr[:4] for fr in frames):
+        for addr, mod, rel, flags in frames:
             if flags & 8:
                 parts.append("[end:%s]" % MARKERS.get(rel, rel))
             elif flags & 3 == 1:
