@@ -20,6 +20,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+#include "modfile.h"
 #include "unwind.h"
 
 #define NDW 17		/* x86_64 DWARF registers 0-15, and 16 the return address */
@@ -197,51 +198,25 @@ static struct modstate *resolve(struct sp_unwinder *u, struct sp_object *obj)
 		}
 		return ms;
 	}
-	/*
-	 * Candidates: build-id directories, the recorded path under --root,
-	 * then the path itself, where a build-id can vouch for the file.
-	 */
-	size_t ncand = u->o.nmodule_dirs + 1 + (u->o.root && obj->build_id_len > 0);
-	bool mismatch = false;
-	for (size_t c = 0; c < ncand; c++) {
-		char path[4096];
-		if (c < u->o.nmodule_dirs) {
-			if (obj->build_id_len < 2)
-				continue;
-			int k = snprintf(path, sizeof(path), "%s/.build-id/%02x/", u->o.module_dirs[c],
-					 obj->build_id[0]);
-			for (int i = 1; i < obj->build_id_len && k > 0 && (size_t)k + 3 < sizeof(path); i++)
-				k += snprintf(path + k, sizeof(path) - (size_t)k, "%02x", obj->build_id[i]);
-		} else if (c == u->o.nmodule_dirs) {
-			snprintf(path, sizeof(path), "%s%s", u->o.root ? u->o.root : "", obj->path);
-		} else {
-			snprintf(path, sizeof(path), "%s", obj->path);
-		}
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		unsigned char id[SP_BUILD_ID_MAX];
-		int n = sp_build_id_fd(fd, id);
-		if (obj->build_id_len > 0 &&
-		    (n != obj->build_id_len || memcmp(id, obj->build_id, (size_t)n) != 0)) {
-			mismatch = true;
-			close(fd);
-			continue;
-		}
+	struct sp_modfile_search search = { u->o.module_dirs, u->o.nmodule_dirs, u->o.root };
+	char found[4096];
+	bool mismatch;
+	int fd = sp_modfile_open(&search, obj->path, obj->build_id, obj->build_id_len,
+				 found, sizeof(found), &mismatch);
+	if (fd >= 0) {
 		ms->fd = fd;
 		ms->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-		if (!ms->elf || elf_kind(ms->elf) != ELF_K_ELF) {
-			if (ms->elf)
-				elf_end(ms->elf);
-			ms->elf = NULL;
-			close(fd);
-			ms->fd = -1;
-			continue;
+		if (ms->elf && elf_kind(ms->elf) == ELF_K_ELF) {
+			ms->state = M_OK;
+			setup_elf(ms);
+			u->st.modules_opened++;
+			return ms;
 		}
-		ms->state = M_OK;
-		setup_elf(ms);
-		u->st.modules_opened++;
-		return ms;
+		if (ms->elf)
+			elf_end(ms->elf);
+		ms->elf = NULL;
+		close(fd);
+		ms->fd = -1;
 	}
 	ms->state = mismatch ? M_MISMATCH : M_MISSING;
 	if (mismatch)

@@ -1,0 +1,51 @@
+/* Finding module files (see modfile.h). */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buildid.h"
+#include "modfile.h"
+
+void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,
+			 const char *suffix, char *out, size_t len)
+{
+	int k = snprintf(out, len, "%s/.build-id/%02x/", dir, bidlen > 0 ? bid[0] : 0);
+	for (int i = 1; i < bidlen && k > 0 && (size_t)k + 3 < len; i++)
+		k += snprintf(out + k, len - (size_t)k, "%02x", bid[i]);
+	if (k > 0 && (size_t)k < len)
+		snprintf(out + k, len - (size_t)k, "%s", suffix);
+}
+
+int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
+		    const unsigned char *bid, int bidlen, char *found, size_t foundlen,
+		    bool *mismatch)
+{
+	size_t ncand = s->ndirs + 1 + (s->root && bidlen > 0);
+	*mismatch = false;
+	for (size_t c = 0; c < ncand; c++) {
+		char cand[4096];
+		if (c < s->ndirs) {
+			if (bidlen < 2)
+				continue;
+			sp_build_id_path_in(s->dirs[c], bid, bidlen, "", cand, sizeof(cand));
+		} else if (c == s->ndirs) {
+			snprintf(cand, sizeof(cand), "%s%s", s->root ? s->root : "", path);
+		} else {
+			snprintf(cand, sizeof(cand), "%s", path);
+		}
+		int fd = open(cand, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		unsigned char id[SP_BUILD_ID_MAX];
+		int n = sp_build_id_fd(fd, id);
+		if (n < 0 || (bidlen > 0 && (n != bidlen || memcmp(id, bid, (size_t)n) != 0))) {
+			*mismatch |= n >= 0;
+			close(fd);
+			continue;
+		}
+		snprintf(found, foundlen, "%s", cand);
+		return fd;
+	}
+	return -1;
+}

@@ -1,0 +1,33 @@
+/*
+ * Finding the file of a recorded module: in build-id directories, under a
+ * root, at its recorded path; a file is used only when its build-id is
+ * the recorded one.  Core layer.
+ */
+#ifndef SP_MODFILE_H
+#define SP_MODFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct sp_modfile_search {
+	const char *const *dirs;	/* build-id layout: DIR/.build-id/xx/rest */
+	size_t ndirs;
+	const char *root;		/* recorded paths are under it; NULL: / */
+};
+
+/*
+ * Opens the file of a module recorded at path with build-id bid (bidlen
+ * bytes, 0 when unknown).  Candidates, in order: each DIR/.build-id/xx/rest,
+ * root + path, and path itself when root is set and a build-id can vouch
+ * for it.  Returns an open fd and the path used in found, or -1: then
+ * *mismatch says whether a candidate existed with another build-id.
+ */
+int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
+		    const unsigned char *bid, int bidlen, char *found, size_t foundlen,
+		    bool *mismatch);
+
+/* DIR/.build-id/xx/rest plus suffix ("" or ".debug") into out. */
+void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,
+			 const char *suffix, char *out, size_t len);
+
+#endif
