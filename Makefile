@@ -62,7 +62,7 @@ $(LIB): $(LIB_OBJ)
 
 $(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lm
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -liberty -lm
 
 # Test workloads: -O2 without frame pointers, so stacks need DWARF CFI.
 $(BUILD)/workloads/%: tests/workloads/%.c
@@ -81,7 +81,7 @@ san: deps
 $(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard libcommon/*.h)
 	@mkdir -p $(dir $@)
 	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-Ilibcommon $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS) -lm
+		-Ilibcommon $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS) -liberty -lm
 
 fuzz-build: deps $(FUZZERS)
 

@@ -164,7 +164,8 @@ static struct sp_object *object_get(struct sp_addrspaces *a, const char *path, s
 static bool path_is_anon(const char *p, size_t n)
 {
 	return n == 0 || p[0] != '/' || (n >= 6 && memcmp(p, "//anon", 6) == 0) ||
-	       (n >= 7 && memcmp(p, "/memfd:", 7) == 0);
+	       (n >= 7 && memcmp(p, "/memfd:", 7) == 0) ||
+	       (n >= 9 && memcmp(p, "/dev/zero", 9) == 0);
 }
 
 static int maps_reserve(struct proc *p, size_t n)

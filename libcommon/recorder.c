@@ -427,7 +427,8 @@ static void write_sample(struct sp_recorder *r, const unsigned char *p)
 		shared = ustk_share(r, (pid_t)ps.tid, sp, stack, ps.dyn);
 	}
 	msgpack_packer *pk = sp_writer_packer(r->w);
-	msgpack_pack_map(pk, 10 + ps.kernel + (shared > 0));
+	bool kstack = ps.kernel && ps.nk > 0;
+	msgpack_pack_map(pk, 10 + kstack + (shared > 0));
 	sp_pack_kv_str(pk, "t", "sample");
 	sp_pack_kv_u64(pk, "pid", ps.pid);
 	sp_pack_kv_u64(pk, "tid", ps.tid);
@@ -446,7 +447,7 @@ static void write_sample(struct sp_recorder *r, const unsigned char *p)
 	if (shared > 0)
 		sp_pack_kv_u64(pk, "ustack_shared", shared);
 	sp_pack_kv_bool(pk, "ustack_full", ps.full);
-	if (ps.kernel) {
+	if (kstack) {
 		sp_pack_key(pk, "kstack");
 		msgpack_pack_array(pk, ps.nk);
 		for (size_t i = 0; i < ps.nk; i++) {

@@ -290,8 +290,9 @@ static void unwind_sample(struct state *st, const struct sp_record *rec, unsigne
 		if (ks->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
 			continue;
 		uint64_t a = ks->ptr[i].via.u64;
-		st->frames[n++] = (struct oframe){ a, module_id(st, &st->kernel), a,
-						   SP_FRAME_KERNEL | (n ? SP_FRAME_RETADDR : 0) };
+		uint64_t flags = SP_FRAME_KERNEL | (n ? SP_FRAME_RETADDR : 0);
+		st->frames[n] = (struct oframe){ a, module_id(st, &st->kernel), a, flags };
+		n++;
 	}
 	const msgpack_object_array *regs = sp_map_array(m, "regs");
 	if (abi && regs && regs->size >= 17) {

@@ -1,0 +1,293 @@
+/* ELF and DWARF symbolization of one module (see elfsym.h). */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <gelf.h>
+#include <libiberty/demangle.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elfsym.h"
+#include "symtab.h"
+
+struct cached {
+	uint64_t key;		/* addr + 1; 0: empty */
+	struct sp_symres res;
+};
+
+struct sp_elfsym {
+	struct sp_elfsym_options o;
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Dwarf *dw;
+	Dwarf_Addr bias;
+	bool tried_dwarf;
+	struct sp_symtab syms;
+	const char *sym_origin;
+	struct cached *cache;
+	size_t ncache, capcache;
+	char **strings;		/* every string a result points to */
+	size_t nstrings, capstrings;
+};
+
+char *sp_demangle(const char *name)
+{
+	if (!name || (strncmp(name, "_Z", 2) != 0 && strncmp(name, "_R", 2) != 0))
+		return NULL;
+	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
+}
+
+/* Keeps a string for the module's lifetime; NULL stays NULL. */
+static const char *keep(struct sp_elfsym *e, const char *s, bool demangle)
+{
+	if (!s)
+		return NULL;
+	char *d = demangle && e->o.demangle ? sp_demangle(s) : NULL;
+	if (!d)
+		d = strdup(s);
+	if (!d)
+		return NULL;
+	if (e->nstrings == e->capstrings) {
+		size_t ncap = e->capstrings ? e->capstrings * 2 : 64;
+		char **ns = realloc(e->strings, ncap * sizeof(*ns));
+		if (!ns) {
+			free(d);
+			return NULL;
+		}
+		e->strings = ns;
+		e->capstrings = ncap;
+	}
+	e->strings[e->nstrings++] = d;
+	return d;
+}
+
+static bool elf_has_section(Elf *elf, GElf_Word type, const char *name)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (type && sh.sh_type == type)
+			return true;
+		const char *n = name ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		if (n && strcmp(n, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Reads the module's symbols once into a sorted table. */
+static void build_symtab(struct sp_elfsym *e)
+{
+	sp_symtab_init(&e->syms);
+	int n = dwfl_module_getsymtab(e->mod);
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		const char *name = dwfl_module_getsym_info(e->mod, i, &sym, &addr, NULL, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC) || addr == 0)
+			continue;
+		/* glibc's internal aliases (__GI_x) stand beside the public name. */
+		if (strncmp(name, "__GI_", 5) == 0)
+			continue;
+		/* A versioned name (memcpy@GLIBC_2.14) is shown without its version. */
+		size_t len = strcspn(name, "@");
+		sp_symtab_add(&e->syms, addr, sym.st_size, name, len);
+	}
+	sp_symtab_finish(&e->syms);
+	/* Where the names come from: a full symbol table, or only .dynsym. */
+	GElf_Addr b;
+	Elf *main = dwfl_module_getelf(e->mod, &b);
+	Dwarf_Addr db;
+	Dwarf *dw = dwfl_module_getdwarf(e->mod, &db);
+	e->sym_origin = elf_has_section(main, SHT_SYMTAB, NULL) ||
+			(dw && elf_has_section(dwarf_getelf(dw), SHT_SYMTAB, NULL)) ||
+			elf_has_section(main, 0, ".gnu_debugdata") ? "symtab" : "dynsym";
+}
+
+struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
+				 const struct sp_elfsym_options *o)
+{
+	struct sp_elfsym *e = calloc(1, sizeof(*e));
+	if (!e) {
+		close(fd);
+		return NULL;
+	}
+	e->o = *o;
+	e->debuginfo_path = strdup(o->debuginfo_path ? o->debuginfo_path : "-:.debug:/usr/lib/debug");
+	e->cb.find_elf = dwfl_build_id_find_elf;
+	e->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	e->cb.section_address = dwfl_offline_section_address;
+	e->cb.debuginfo_path = &e->debuginfo_path;
+	e->dwfl = dwfl_begin(&e->cb);
+	if (!e->dwfl || !e->debuginfo_path) {
+		close(fd);
+		sp_elfsym_free(e);
+		return NULL;
+	}
+	/* At address 0, so that dwfl's addresses are the ELF's own. */
+	e->mod = dwfl_report_elf(e->dwfl, path, path, fd, 0, false);
+	dwfl_report_end(e->dwfl, NULL, NULL);
+	if (!e->mod) {
+		sp_elfsym_free(e);
+		return NULL;
+	}
+	build_symtab(e);
+	return e;
+}
+
+void sp_elfsym_free(struct sp_elfsym *e)
+{
+	if (!e)
+		return;
+	if (e->dwfl)
+		dwfl_end(e->dwfl);
+	sp_symtab_release(&e->syms);
+	for (size_t i = 0; i < e->capcache; i++)
+		free(e->cache[i].res.inl);
+	free(e->cache);
+	for (size_t i = 0; i < e->nstrings; i++)
+		free(e->strings[i]);
+	free(e->strings);
+	free(e->debuginfo_path);
+	free(e);
+}
+
+bool sp_elfsym_has_debuginfo(struct sp_elfsym *e)
+{
+	if (!e->tried_dwarf) {
+		e->tried_dwarf = true;
+		e->dw = dwfl_module_getdwarf(e->mod, &e->bias);
+	}
+	return e->dw != NULL;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n = NULL;
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		n = dwarf_formstring(&a);
+	if (!n && dwarf_attr_integrate(die, DW_AT_name, &a))
+		n = dwarf_formstring(&a);
+	return n;
+}
+
+/* The position of the call an inlined_subroutine DIE stands for. */
+static void call_site(Dwarf_Die *inl, Dwarf_Die *cu, const char **file, unsigned *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word v;
+	*file = NULL;
+	*line = 0;
+	if (dwarf_attr(inl, DW_AT_call_line, &a) && dwarf_formudata(&a, &v) == 0)
+		*line = (unsigned)v;
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (dwarf_attr(inl, DW_AT_call_file, &a) && dwarf_formudata(&a, &v) == 0 &&
+	    dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && v < nfiles)
+		*file = dwarf_filesrc(files, v, NULL, NULL);
+}
+
+static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
+{
+	memset(r, 0, sizeof(*r));
+	const struct sp_sym *s = sp_symtab_find(&e->syms, addr);
+	if (s) {
+		r->name = keep(e, s->name, true);
+		r->offset = addr - s->start;
+		r->origin = e->sym_origin;
+	}
+	if (!(e->o.lines || e->o.inline_frames) || !sp_elfsym_has_debuginfo(e))
+		return;
+
+	/* The source position of the address itself. */
+	const char *file = NULL;
+	int line = 0;
+	Dwfl_Line *dl = e->o.lines ? dwfl_module_getsrc(e->mod, addr) : NULL;
+	if (dl)
+		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dwfl_module_addrdie(e->mod, addr, &bias);
+	Dwarf_Die *scopes = NULL;
+	int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+	int inl = 0, sub = -1;
+	for (int i = 0; i < n && sub < 0; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag == DW_TAG_inlined_subroutine)
+			inl++;
+		else if (tag == DW_TAG_subprogram)
+			sub = i;
+	}
+	if (sub >= 0) {
+		r->origin = "debuginfo";
+		if (!r->name) {
+			r->name = keep(e, die_name(&scopes[sub]), true);
+			Dwarf_Addr lo;
+			if (dwarf_entrypc(&scopes[sub], &lo) == 0)
+				r->offset = addr - bias - lo;
+		}
+	}
+	const char *pos_file = file;
+	unsigned pos_line = line > 0 ? (unsigned)line : 0;
+	if (e->o.inline_frames && inl > 0) {
+		r->inl = calloc((size_t)inl, sizeof(*r->inl));
+		for (int i = 0; r->inl && i < (sub >= 0 ? sub : n); i++) {
+			/* The inlined scopes below the function, innermost first. */
+			if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+				continue;
+			struct sp_inline *x = &r->inl[r->ninl++];
+			x->name = keep(e, die_name(&scopes[i]), true);
+			x->file = keep(e, pos_file, false);
+			x->line = pos_line;
+			call_site(&scopes[i], cu, &pos_file, &pos_line);
+		}
+	}
+	r->file = keep(e, pos_file, false);
+	r->line = pos_line;
+	free(scopes);
+}
+
+const struct sp_symres *sp_elfsym_lookup(struct sp_elfsym *e, uint64_t addr)
+{
+	uint64_t key = addr + 1;
+	if (e->capcache)
+		for (size_t h = (size_t)(key * 0x9e3779b97f4a7c15ull >> 32) & (e->capcache - 1);
+		     e->cache[h].key; h = (h + 1) & (e->capcache - 1))
+			if (e->cache[h].key == key)
+				return &e->cache[h].res;
+	if ((e->ncache + 1) * 2 > e->capcache) {
+		size_t ncap = e->capcache ? e->capcache * 2 : 256;
+		struct cached *nc = calloc(ncap, sizeof(*nc));
+		if (!nc)
+			return NULL;
+		for (size_t i = 0; i < e->capcache; i++) {
+			if (!e->cache[i].key)
+				continue;
+			size_t h = (size_t)(e->cache[i].key * 0x9e3779b97f4a7c15ull >> 32) & (ncap - 1);
+			while (nc[h].key)
+				h = (h + 1) & (ncap - 1);
+			nc[h] = e->cache[i];
+		}
+		free(e->cache);
+		e->cache = nc;
+		e->capcache = ncap;
+	}
+	size_t h = (size_t)(key * 0x9e3779b97f4a7c15ull >> 32) & (e->capcache - 1);
+	while (e->cache[h].key)
+		h = (h + 1) & (e->capcache - 1);
+	e->cache[h].key = key;
+	e->ncache++;
+	resolve(e, addr, &e->cache[h].res);
+	return &e->cache[h].res;
+}

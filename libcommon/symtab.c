@@ -1,0 +1,228 @@
+/* Address-sorted symbol tables (see symtab.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symtab.h"
+
+#define CHUNK (64u * 1024)
+
+void sp_symtab_init(struct sp_symtab *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+
+void sp_symtab_release(struct sp_symtab *t)
+{
+	for (size_t i = 0; i < t->nchunks; i++)
+		free(t->chunks[i]);
+	free(t->chunks);
+	free(t->v);
+	sp_symtab_init(t);
+}
+
+static const char *store(struct sp_symtab *t, const char *s, size_t n)
+{
+	if (t->nchunks == 0 || t->chunk_used + n + 1 > t->chunk_cap) {
+		size_t cap = n + 1 > CHUNK ? n + 1 : CHUNK;
+		char **nc = realloc(t->chunks, (t->nchunks + 1) * sizeof(*nc));
+		if (!nc)
+			return NULL;
+		t->chunks = nc;
+		if (!(t->chunks[t->nchunks] = malloc(cap)))
+			return NULL;
+		t->nchunks++;
+		t->chunk_used = 0;
+		t->chunk_cap = cap;
+	}
+	char *p = t->chunks[t->nchunks - 1] + t->chunk_used;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	t->chunk_used += n + 1;
+	return p;
+}
+
+int sp_symtab_add(struct sp_symtab *t, uint64_t start, uint64_t size,
+		  const char *name, size_t namelen)
+{
+	if (t->n == t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 256;
+		struct sp_sym *nv = realloc(t->v, ncap * sizeof(*nv));
+		if (!nv)
+			return -1;
+		t->v = nv;
+		t->cap = ncap;
+	}
+	const char *s = store(t, name, namelen);
+	if (!s)
+		return -1;
+	t->v[t->n] = (struct sp_sym){ start, size ? start + size : 0, s, (uint32_t)t->n };
+	t->n++;
+	t->sorted = false;
+	return 0;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct sp_sym *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+void sp_symtab_finish(struct sp_symtab *t)
+{
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), cmp_sym);
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].end == 0 || t->v[i].end <= t->v[i].start) {
+			/* Up to the next symbol that starts later, or one byte. */
+			size_t j = i + 1;
+			while (j < t->n && t->v[j].start == t->v[i].start)
+				j++;
+			t->v[i].end = j < t->n ? t->v[j].start : t->v[i].start + 1;
+		}
+	t->sorted = true;
+}
+
+/* Overlapping symbols are few; this many are examined before the match. */
+#define MAX_BACK 64
+
+const struct sp_sym *sp_symtab_find(const struct sp_symtab *t, uint64_t addr)
+{
+	if (!t->n)
+		return NULL;
+	size_t lo = 0, hi = t->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (t->v[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* t->v[lo - 1] is the last symbol starting at or before addr. */
+	const struct sp_sym *best = NULL;
+	for (size_t i = lo, k = 0; i > 0 && k < MAX_BACK; i--, k++) {
+		const struct sp_sym *s = &t->v[i - 1];
+		if (addr < s->end && (!best || s->order > best->order))
+			best = s;
+	}
+	return best;
+}
+
+int sp_kallsyms_load(const char *path, struct sp_symtab *t, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	char line[1024];
+	bool nonzero = false;
+	size_t lines = 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *end;
+		unsigned long long a = strtoull(line, &end, 16);
+		if (end == line || *end != ' ')
+			continue;
+		char type = end[1];
+		const char *name = end + 3;
+		if (end[2] != ' ')
+			continue;
+		size_t nl = strcspn(name, " \t\n");
+		lines++;
+		if (a)
+			nonzero = true;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (sp_symtab_add(t, a, 0, name, nl) < 0) {
+			fclose(f);
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+	fclose(f);
+	if (lines && !nonzero) {
+		snprintf(err, errlen, "every address in '%s' is zero: it was saved without "
+			 "privilege (kernel.kptr_restrict); save it as root", path);
+		return -2;
+	}
+	if (!lines) {
+		snprintf(err, errlen, "'%s' holds no kallsyms lines", path);
+		return -1;
+	}
+	sp_symtab_finish(t);
+	return 0;
+}
+
+static bool parse_hex(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	if (end - s >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	uint64_t x = 0;
+	int digits = 0;
+	for (; s < end && isxdigit((unsigned char)*s); s++, digits++) {
+		if (digits == 16)
+			return false;
+		int c = (unsigned char)*s;
+		x = x << 4 | (uint64_t)(isdigit(c) ? c - '0' : (tolower(c) - 'a' + 10));
+	}
+	if (!digits)
+		return false;
+	*v = x;
+	*p = s;
+	return true;
+}
+
+bool sp_perfmap_parse_line(const char *line, size_t len, uint64_t *start,
+			   uint64_t *size, const char **name, size_t *namelen)
+{
+	const char *p = line, *end = line + len;
+	while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	if (!parse_hex(&p, end, start) || p == end || *p != ' ')
+		return false;
+	while (p < end && *p == ' ')
+		p++;
+	if (!parse_hex(&p, end, size) || p == end || *p != ' ' || *size == 0)
+		return false;
+	while (p < end && *p == ' ')
+		p++;
+	if (p == end || *start + *size < *start)
+		return false;
+	*name = p;
+	*namelen = (size_t)(end - p);
+	return true;
+}
+
+int sp_perfmap_load(const char *path, struct sp_symtab *t, uint64_t *skipped)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	while ((n = getline(&line, &cap, f)) > 0) {
+		uint64_t start, size;
+		const char *name;
+		size_t nl;
+		if (!sp_perfmap_parse_line(line, (size_t)n, &start, &size, &name, &nl)) {
+			(*skipped)++;
+			continue;
+		}
+		if (sp_symtab_add(t, start, size, name, nl) < 0) {
+			free(line);
+			fclose(f);
+			errno = ENOMEM;
+			return -1;
+		}
+	}
+	free(line);
+	fclose(f);
+	sp_symtab_finish(t);
+	return 0;
+}

@@ -1,0 +1,60 @@
+/*
+ * Address-sorted symbol tables, built once and searched by bisection:
+ * for ELF symbols, a saved kallsyms, and JIT perf maps.  Core layer.
+ */
+#ifndef SP_SYMTAB_H
+#define SP_SYMTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_sym {
+	uint64_t start, end;	/* [start, end); end is start + size, or the next start */
+	const char *name;	/* into the table's string storage */
+	uint32_t order;		/* insertion order: a later symbol wins an overlap */
+};
+
+struct sp_symtab {
+	struct sp_sym *v;
+	size_t n, cap;
+	char **chunks;		/* string storage */
+	size_t nchunks, chunk_used, chunk_cap;
+	bool sorted;
+};
+
+void sp_symtab_init(struct sp_symtab *t);
+void sp_symtab_release(struct sp_symtab *t);
+
+/*
+ * Adds a symbol; size 0 means "up to the next symbol".  The name is
+ * copied.  Returns 0, or -1 when memory runs out.
+ */
+int sp_symtab_add(struct sp_symtab *t, uint64_t start, uint64_t size,
+		  const char *name, size_t namelen);
+
+/* Sorts the table; sizes of 0 become the distance to the next symbol. */
+void sp_symtab_finish(struct sp_symtab *t);
+
+/* The symbol containing addr (the latest added, on an overlap), or NULL. */
+const struct sp_sym *sp_symtab_find(const struct sp_symtab *t, uint64_t addr);
+
+/*
+ * Loads a kallsyms file ("ADDR TYPE NAME [MODULE]" lines; text symbols
+ * kept).  Returns 0; -1 when it cannot be read, and -2 when every address
+ * is zero (read without privilege): err says which.
+ */
+int sp_kallsyms_load(const char *path, struct sp_symtab *t, char *err, size_t errlen);
+
+/*
+ * Loads a perf map ("START SIZE NAME" lines, hexadecimal with or without
+ * 0x, names with spaces).  Malformed lines are skipped and counted in
+ * *skipped.  Returns 0 or -1 (errno set).
+ */
+int sp_perfmap_load(const char *path, struct sp_symtab *t, uint64_t *skipped);
+
+/* Parses one perf-map line; returns false for a malformed one. */
+bool sp_perfmap_parse_line(const char *line, size_t len, uint64_t *start,
+			   uint64_t *size, const char **name, size_t *namelen);
+
+#endif
