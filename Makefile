@@ -39,7 +39,9 @@ LIB := $(BUILD)/libcommon.a
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
 TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
 WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
-WORKLOADS := $(WORKLOAD_SRC:tests/workloads/%.c=$(BUILD)/workloads/%)
+WORKLOAD_CXX := $(wildcard tests/workloads/*.cpp)
+WORKLOADS := $(WORKLOAD_SRC:tests/workloads/%.c=$(BUILD)/workloads/%) \
+	$(WORKLOAD_CXX:tests/workloads/%.cpp=$(BUILD)/workloads/%)
 MAN1 := $(wildcard man/*.1)
 MAN5 := $(BUILD)/man/sp-stream.5
 FUZZ_SRC := $(wildcard fuzz/fuzz-*.c)
@@ -68,6 +70,10 @@ $(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB)
 $(BUILD)/workloads/%: tests/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fomit-frame-pointer -pthread -o $@ $< -lm
+
+$(BUILD)/workloads/%: tests/workloads/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) -O2 -g -fomit-frame-pointer -pthread -o $@ $<
 
 # sp-stream(5) is generated from the format's one source, format/sp-stream.md.
 $(MAN5): format/sp-stream.md scripts/md2man

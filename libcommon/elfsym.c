@@ -229,8 +229,9 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 		else if (tag == DW_TAG_subprogram)
 			sub = i;
 	}
-	if (sub >= 0) {
+	if (n > 0)
 		r->origin = "debuginfo";
+	if (sub >= 0) {
 		if (!r->name) {
 			r->name = keep(e, die_name(&scopes[sub]), true);
 			Dwarf_Addr lo;

@@ -68,3 +68,17 @@ folded() {
 unwind_count() {
 	sp-cat -t unwind "$1" | jq -r ".ends[] | select(.kind==\"$2\") | .count"
 }
+
+# frames FILE: "name|file:line|origin|flags" for every frame record.
+frames() {
+	sp-cat -t frame "$1" | jq -r '"\(.name)|\(.file // "")\(if .line then ":\(.line)" else "" end)|\(.origin)|\(.flags // 0)|\(.inline // [] | map("\(.name)@\(.line)") | join(","))"'
+}
+
+# pipeline OUT WORKLOAD ARGS...: records, unwinds and symbolizes a workload.
+symbolized() {
+	local out=$1
+	shift
+	sp-capture -q -o "$out.raw" -- "$@"
+	sp-unwind -o "$out.unw" "$out.raw"
+	sp-symbolize -o "$out" "$out.unw"
+}

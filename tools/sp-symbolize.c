@@ -170,8 +170,10 @@ static void note_record(struct state *st, const struct sp_record *rec)
 	uint64_t pid = 0, v;
 	bool b;
 	sp_map_u64(rec->map, "pid", &pid);
-	if (rec->type == SP_R_RUNTIME && sp_map_bool(rec->map, "cpython", &b))
-		st->procs[proc_index(st, (uint32_t)pid)].cpython = b;
+	if (rec->type == SP_R_RUNTIME && sp_map_bool(rec->map, "cpython", &b)) {
+		size_t i = proc_index(st, (uint32_t)pid);	/* may move st->procs */
+		st->procs[i].cpython = b;
+	}
 	if (rec->type == SP_R_PROCESS && sp_map_u64(rec->map, "uid", &v)) {
 		size_t i = proc_index(st, (uint32_t)pid);
 		st->procs[i].uid = (uint32_t)v;

@@ -1,0 +1,163 @@
+#!/usr/bin/env bats
+# sp-symbolize: names, inline frames, lines, kernel names, perf maps.
+
+load helper
+
+setup() {
+	S=$BATS_TEST_TMPDIR/sym.sps
+}
+
+@test "exact names and lines on the reference workload; the stream around them" {
+	symbolized "$S" "$WORKLOADS/spin" 0.5
+	run sp-cat "$S"
+	[ "$status" -eq 0 ]
+	[[ "${lines[0]}" == *'"stage":"symbolized"'* ]]
+	frames "$S" > "$BATS_TEST_TMPDIR/f"
+	grep -q '^recurse|.*tests/workloads/spin.c:8[0-9]|debuginfo|4|$' "$BATS_TEST_TMPDIR/f"
+	grep -q '^stage_c|.*tests/workloads/spin.c:[0-9]*|debuginfo|4|$' "$BATS_TEST_TMPDIR/f"
+	grep -q '^leaf_compute|.*tests/workloads/spin.c:[0-9]*|debuginfo|' "$BATS_TEST_TMPDIR/f"
+	# Start-up scaffolding is flagged hidden (flag 1).
+	grep -q '^_start|[^|]*|[^|]*|[57]|' "$BATS_TEST_TMPDIR/f"
+	grep -q '^__libc_start_call_main|.*|[57]|' "$BATS_TEST_TMPDIR/f"
+	# Samples keep their ids: each refers to a symstack of the same id.
+	[ "$(sp-cat -t sample "$S" | wc -l)" -eq "$(summary "$S" samples)" ]
+	[ "$(sp-cat -t symstack "$S" | wc -l)" -eq "$(sp-cat -t stack "$S.unw" | wc -l)" ]
+	[ "$(sp-cat -t stack "$S" | wc -l)" -eq 0 ]
+	[ "$(sp-cat -t symbolize "$S" | jq .address_only)" -le "$(sp-cat -t symbolize "$S" | jq '.frames / 10 | floor')" ]
+}
+
+@test "an inlined function is its own entry, with its caller's line on the frame" {
+	symbolized "$S" "$WORKLOADS/inlined" 0.5
+	call=$(grep -n 'OUTER_WORK_CALL' "$TOP/tests/workloads/inlined.c" | cut -d: -f1)
+	loop=$(grep -n 'INNER_STEP_LOOP' "$TOP/tests/workloads/inlined.c" | cut -d: -f1)
+	frames "$S" > "$BATS_TEST_TMPDIR/f"
+	grep -q "^outer_work|.*inlined.c:$call|debuginfo|2|inner_step@$loop\$" "$BATS_TEST_TMPDIR/f"
+	# --no-inline leaves the inline entries out.
+	sp-symbolize --no-inline -o "$S.2" "$S.unw"
+	! sp-cat -t frame "$S.2" | grep -q '"inline"'
+	# --no-lines leaves files and lines out.
+	sp-symbolize --no-lines --no-inline -o "$S.3" "$S.unw"
+	! sp-cat -t frame "$S.3" | grep -q '"line"'
+	sp-cat -t frame "$S.3" | grep -q '"name":"outer_work"'
+}
+
+@test "C++ names are demangled, templates included; --no-demangle keeps them" {
+	symbolized "$S" "$WORKLOADS/templ" 0.5
+	frames "$S" | grep -q '^double shapes::burn<double, 3>(double)|'
+	frames "$S" | grep -q '^shapes::Accumulator<double>::run(double)'
+	sp-symbolize --no-demangle -o "$S.2" "$S.unw"
+	sp-cat -t frame "$S.2" | grep -q '"name":"_ZN6shapes4burnIdLi3EEET_S1_"'
+}
+
+@test "a Python 3.12 -X perf workload shows its Python functions" {
+	PY=$(python312)
+	symbolized "$S" "$PY" -X perf "$TOP/tests/workloads/pywork.py" 0.5
+	pid=$(jqs "$S.raw" 'select(.t=="process") | .pid')
+	frames "$S" > "$BATS_TEST_TMPDIR/f"
+	for fn in py_outer py_middle py_inner; do
+		grep -q "^py::$fn:.*pywork.py||perf-map|51[26]|" "$BATS_TEST_TMPDIR/f"
+	done
+	grep -q '^_PyEval_EvalFrameDefault|' "$BATS_TEST_TMPDIR/f"
+	# --perf-maps-for python accepts it: its marker says CPython.
+	sp-symbolize --perf-maps-for python -o "$S.2" "$S.unw"
+	frames "$S.2" | grep -q '^py::py_inner:'
+	sp-symbolize --no-perf-maps -o "$S.3" "$S.unw"
+	! frames "$S.3" | grep -q 'perf-map'
+	rm -f "/tmp/perf-$pid.map"
+}
+
+@test "--perf-maps-for python ignores a map planted for a non-Python pid" {
+	symbolized "$S" "$WORKLOADS/spin" 0.3
+	pid=$(jqs "$S.raw" 'select(.t=="process") | .pid')
+	# A fake JIT module for the C process, and a map for it.
+	d=$BATS_TEST_TMPDIR/maps
+	mkdir -p "$d"
+	printf '%x 1000 planted_function\n' 4096 > "$d/perf-$pid.map"
+	{ sp-cat "$S.unw" | head -n 1
+	  echo "{\"t\":\"module\",\"id\":900,\"path\":\"//anon\",\"kind\":\"jit\",\"pid\":$pid}"
+	  echo '{"t":"stack","id":900,"frames":[[4200,900,104,2]]}'
+	  sp-cat -t runtime,summary "$S.unw"; } | sp-cat --from-json > "$BATS_TEST_TMPDIR/planted.sps"
+	sp-symbolize --perf-map-dir "$d" --perf-maps-for python -o "$S.2" "$BATS_TEST_TMPDIR/planted.sps"
+	! sp-cat -t frame "$S.2" | grep -q planted_function
+	sp-cat -t frame "$S.2" | grep -q '"origin":"address-only"'
+	# Trusting every pid (the default), or this pid, the name is used.
+	sp-symbolize --perf-map-dir "$d" -o "$S.3" "$BATS_TEST_TMPDIR/planted.sps"
+	sp-cat -t frame "$S.3" | grep -q '"name":"planted_function"'
+	sp-symbolize --perf-map-dir "$d" --perf-maps-for "$pid" -o "$S.4" "$BATS_TEST_TMPDIR/planted.sps"
+	sp-cat -t frame "$S.4" | grep -q '"name":"planted_function"'
+	# A map owned by another user is refused, unless forced.
+	chown 65534 "$d/perf-$pid.map"
+	run --separate-stderr sp-symbolize --perf-map-dir "$d" -o "$S.5" "$BATS_TEST_TMPDIR/planted.sps"
+	[[ "$stderr" == *"refusing '$d/perf-$pid.map': owned by neither root nor the process's user"* ]]
+	! sp-cat -t frame "$S.5" | grep -q planted_function
+	[ "$(sp-cat -t symbolize "$S.5" | jq .perf_maps_refused)" -eq 1 ]
+	sp-symbolize --force-perf-maps --perf-map-dir "$d" -o "$S.6" "$BATS_TEST_TMPDIR/planted.sps"
+	sp-cat -t frame "$S.6" | grep -q planted_function
+	# A symlink is not followed.
+	chown 0 "$d/perf-$pid.map"
+	mv "$d/perf-$pid.map" "$d/real.map"
+	ln -s real.map "$d/perf-$pid.map"
+	sp-symbolize --perf-map-dir "$d" -o "$S.7" "$BATS_TEST_TMPDIR/planted.sps"
+	! sp-cat -t frame "$S.7" | grep -q planted_function
+}
+
+@test "perf maps: hex with or without 0x, names with spaces, bad lines skipped, later lines win" {
+	symbolized "$S" "$WORKLOADS/spin" 0.3
+	pid=$(jqs "$S.raw" 'select(.t=="process") | .pid')
+	d=$BATS_TEST_TMPDIR/maps
+	mkdir -p "$d"
+	printf '0x1000 100 first name with spaces\nnot a line\n2000 0x100 second\n1000 100 later wins\nzz 10 bad\n' > "$d/perf-$pid.map"
+	{ sp-cat "$S.unw" | head -n 1
+	  echo "{\"t\":\"module\",\"id\":900,\"path\":\"//anon\",\"kind\":\"jit\",\"pid\":$pid}"
+	  echo '{"t":"stack","id":900,"frames":[[4112,900,16,2],[8208,900,16,6]]}'
+	  sp-cat -t summary "$S.unw"; } | sp-cat --from-json > "$BATS_TEST_TMPDIR/m.sps"
+	sp-symbolize --perf-map-dir "$d" -o "$S.2" "$BATS_TEST_TMPDIR/m.sps"
+	sp-cat -t frame "$S.2" | grep -q '"name":"later wins"'
+	sp-cat -t frame "$S.2" | grep -q '"name":"second"'
+	[ "$(sp-cat -t symbolize "$S.2" | jq .perf_map_lines_skipped)" -eq 2 ]
+}
+
+@test "a saved kallsyms gives kernel names; --kallsyms none gives addresses" {
+	sp-capture -q --kernel --kallsyms-out "$BATS_TEST_TMPDIR/k.syms" -o "$S.raw" -- dd if=/dev/zero of=/dev/null bs=64k count=50000
+	sp-unwind -o "$S.unw" "$S.raw"
+	sp-symbolize --kallsyms "$BATS_TEST_TMPDIR/k.syms" -o "$S" "$S.unw"
+	[ "$(sp-cat -t frame "$S" | grep -c '"origin":"kallsyms"')" -gt 3 ]
+	sp-cat -t frame "$S" | grep '"origin":"kallsyms"' | grep -q '"flags":2[56][0-9]'
+	sp-symbolize --kallsyms none -o "$S.2" "$S.unw"
+	! sp-cat -t frame "$S.2" | grep -q '"origin":"kallsyms"'
+	sp-cat -t frame "$S.2" | grep -q '"name":"\[kernel\]+0xffff'
+	# A kallsyms whose addresses are all zero is refused.
+	sed 's/^[0-9a-f]*/0000000000000000/' "$BATS_TEST_TMPDIR/k.syms" > "$BATS_TEST_TMPDIR/zero.syms"
+	run sp-symbolize --kallsyms "$BATS_TEST_TMPDIR/zero.syms" -o "$S.3" "$S.unw"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"every address in '$BATS_TEST_TMPDIR/zero.syms' is zero"* ]]
+}
+
+@test "after the binaries moved away: only --module-dir and --debug-dir" {
+	w=$BATS_TEST_TMPDIR/w
+	mkdir -p "$w"
+	cp "$WORKLOADS/spin" "$w/spin"
+	sp-capture -q -o "$S.raw" -- "$w/spin" 0.3
+	sp-unwind -o "$S.unw" "$S.raw"
+	bid=$(readelf -n "$w/spin" | awk '/Build ID/ { print $3 }')
+	mkdir -p "$BATS_TEST_TMPDIR/mods/.build-id/${bid:0:2}" "$BATS_TEST_TMPDIR/dbg/.build-id/${bid:0:2}"
+	# The binary, stripped, by build-id; its debug information apart.
+	objcopy --only-keep-debug "$w/spin" "$BATS_TEST_TMPDIR/dbg/.build-id/${bid:0:2}/${bid:2}.debug"
+	strip -s -o "$BATS_TEST_TMPDIR/mods/.build-id/${bid:0:2}/${bid:2}" "$w/spin"
+	rm "$w/spin"
+	sp-symbolize -o "$S" "$S.unw"
+	frames "$S" | grep -q '^spin+0x[0-9a-f]*|.*address-only'
+	[ "$(sp-cat -t symbolize "$S" | jq .modules_missing)" -ge 1 ]
+	sp-symbolize --module-dir "$BATS_TEST_TMPDIR/mods" --debug-dir "$BATS_TEST_TMPDIR/dbg" -o "$S.2" "$S.unw"
+	frames "$S.2" | grep -q '^stage_c|.*spin.c:[0-9]*|debuginfo'
+	# The stripped binary alone gives no names for these static functions.
+	sp-symbolize --module-dir "$BATS_TEST_TMPDIR/mods" --debug-dir /nonexistent -o "$S.3" "$S.unw"
+	! frames "$S.3" | grep -q '^stage_c|'
+}
+
+@test "a stream at another stage is refused with the step to take" {
+	sp-capture -q -o "$S.raw" -- "$WORKLOADS/spin" 0.2
+	run sp-symbolize "$S.raw"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"run sp-unwind first"* ]]
+}
