@@ -34,7 +34,8 @@
 	X(FRAME, "frame") \
 	X(SYMSTACK, "symstack") \
 	X(SUMMARY, "summary") \
-	X(UNWIND, "unwind")
+	X(UNWIND, "unwind") \
+	X(SYMBOLIZE, "symbolize")
 
 enum sp_rtype {
 	SP_R_UNKNOWN = 0,
@@ -195,7 +196,17 @@ enum sp_vtype {
 	X(UNWIND, "scan_frames", UINT, SP_OPT) \
 	X(UNWIND, "modules_opened", UINT, SP_OPT) \
 	X(UNWIND, "modules_missing", UINT, SP_OPT) \
-	X(UNWIND, "modules_mismatched", UINT, SP_OPT)
+	X(UNWIND, "modules_mismatched", UINT, SP_OPT) \
+	X(SYMBOLIZE, "frames", UINT, SP_REQ) \
+	X(SYMBOLIZE, "origins", MAP, SP_REQ) \
+	X(SYMBOLIZE, "address_only", UINT, SP_REQ) \
+	X(SYMBOLIZE, "modules_missing", UINT, SP_OPT) \
+	X(SYMBOLIZE, "modules_mismatched", UINT, SP_OPT) \
+	X(SYMBOLIZE, "debuginfo_modules", UINT, SP_OPT) \
+	X(SYMBOLIZE, "perf_maps_loaded", UINT, SP_OPT) \
+	X(SYMBOLIZE, "perf_maps_refused", UINT, SP_OPT) \
+	X(SYMBOLIZE, "perf_map_lines_skipped", UINT, SP_OPT) \
+	X(SYMBOLIZE, "kallsyms", STR, SP_OPT)
 
 /*
  * The error kinds counted in a summary's error_stats.
