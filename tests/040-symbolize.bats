@@ -155,9 +155,50 @@ setup() {
 	! frames "$S.3" | grep -q '^stage_c|'
 }
 
+@test "vDSO frames are named in the boot that recorded them" {
+	symbolized "$S" "$WORKLOADS/sigwork" 0.3
+	frames "$S" | grep -q '^__vdso_clock_gettime|'
+}
+
 @test "a stream at another stage is refused with the step to take" {
 	sp-capture -q -o "$S.raw" -- "$WORKLOADS/spin" 0.2
 	run sp-symbolize "$S.raw"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"run sp-unwind first"* ]]
+}
+
+@test "a debuginfod server on loopback serves a debug file that exists nowhere else" {
+	command -v debuginfod
+	w=$BATS_TEST_TMPDIR/w
+	mkdir -p "$w/srv" "$w/cache"
+	cp "$WORKLOADS/spin" "$w/spin.full"
+	objcopy --only-keep-debug "$w/spin.full" "$w/srv/spin.debug"
+	strip -s -o "$w/spin" "$w/spin.full"
+	rm "$w/spin.full"
+	bid=$(readelf -n "$w/spin" | awk '/Build ID/ { print $3 }')
+	port=$((20000 + RANDOM % 20000))
+	debuginfod -F "$w/srv" -p "$port" -d "$w/db.sqlite" > "$w/log" 2>&1 &
+	DPID=$!
+	for i in $(seq 100); do
+		curl -sf -o /dev/null "http://127.0.0.1:$port/buildid/$bid/debuginfo" && break
+		sleep 0.1
+	done
+	sp-capture -q -o "$S.raw" -- "$w/spin" 0.3
+	sp-unwind -o "$S.unw" "$S.raw"
+	# Without the server: no names for the stripped binary's static functions.
+	DEBUGINFOD_URLS= sp-symbolize --debug-dir /nonexistent -o "$S.0" "$S.unw"
+	! frames "$S.0" | grep -q '^stage_c|'
+	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$w/cache" \
+		sp-symbolize --debug-dir /nonexistent -o "$S" "$S.unw" 2> "$w/err"
+	frames "$S" | grep -q '^stage_c|.*spin.c:[0-9]*|debuginfo'
+	# --no-debuginfod does not ask.
+	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$w/cache2" \
+		sp-symbolize --no-debuginfod --debug-dir /nonexistent -o "$S.2" "$S.unw"
+	! frames "$S.2" | grep -q '^stage_c|'
+	kill "$DPID"
+	# A dead server does not hang the pipeline.
+	start=$(date +%s)
+	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$w/cache3" \
+		timeout 60 sp-symbolize --debug-dir /nonexistent -o "$S.3" "$S.unw"
+	[ $(( $(date +%s) - start )) -lt 30 ]
 }

@@ -12,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +115,9 @@ struct state {
 	size_t nmods;
 	struct module *modules;	/* by id */
 	size_t nmodules;
+
+	struct sp_elfsym *vdso;	/* this process's vDSO, for streams of this boot */
+	bool vdso_tried;
 
 	struct sp_symtab ksyms;
 	int kstate;		/* 0 not tried, 1 loaded, -1 none */
@@ -321,6 +327,33 @@ static void kallsyms_load(struct state *st)
 		sp_warn("kernel frames stay addresses: %s", err);
 }
 
+/*
+ * The vDSO of this process: in the same boot it is the image the
+ * recorded processes had.  Handed to libdwfl through a memfd.
+ */
+static bool own_vdso(struct state *st)
+{
+	if (st->vdso_tried)
+		return st->vdso != NULL;
+	st->vdso_tried = true;
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return false;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	size_t size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || size > (1u << 20))
+		return false;
+	int fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (write(fd, (const void *)base, size) != (ssize_t)size) {
+		close(fd);
+		return false;
+	}
+	st->vdso = sp_elfsym_open(fd, "[vdso]", &st->o.eo);
+	return st->vdso != NULL;
+}
+
 /* Packs the frame record for one stack frame. */
 static void write_frame(struct state *st, uint64_t id, const msgpack_object *fr)
 {
@@ -374,6 +407,14 @@ static void write_frame(struct state *st, uint64_t id, const msgpack_object *fr)
 				name = s->name;
 				offset = addr - s->start;
 			}
+		}
+	} else if (mod && strcmp(mod->kind, "vdso") == 0) {
+		const struct sp_symres *r = st->this_boot && own_vdso(st) ?
+			sp_elfsym_lookup(st->vdso, rel - (ret ? 1 : 0)) : NULL;
+		if (r && r->name) {
+			origin = r->origin;
+			name = r->name;
+			offset = r->offset;
 		}
 	} else if (mod && strcmp(mod->kind, "elf") == 0) {
 		if (!mod->ms) {
@@ -815,6 +856,7 @@ done:
 	free(st.fkeys);
 	free(st.fslots);
 	sp_symtab_release(&st.ksyms);
+	sp_elfsym_free(st.vdso);
 	free(dpath);
 	free(mdirs);
 	free(ddirs);
