@@ -1,0 +1,232 @@
+/*
+ * sp-fold: aggregates the samples of a symbolized stackpulse stream into
+ * folded stacks, "root;...;leaf COUNT" a line, as flamegraph.pl,
+ * inferno, speedscope and the Firefox Profiler read them; the process
+ * name is the root frame.  Given an unwound stream it folds with
+ * address-only names.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fold.h"
+#include "json.h"
+#include "stream.h"
+#include "tool.h"
+#include "unwind.h"
+
+static void usage(void)
+{
+	printf("Usage: %s [options] [FILE]\n"
+	       "Fold the samples of a symbolized stackpulse stream into stacks.\n"
+	       "\n"
+	       "  -o, --output FILE        write to FILE instead of standard output\n"
+	       "      --format F           folded (default), pprof or speedscope\n"
+	       "      --pid                root frames comm-PID\n"
+	       "      --tid                root frames comm-PID/TID\n"
+	       "      --kernel             annotate kernel frames with _[k]\n"
+	       "      --jit                annotate JIT (perf-map) frames with _[j]\n"
+	       "      --inline             show inlined functions as frames, annotated _[i]\n"
+	       "      --addrs              address-only frames keep their address\n"
+	       "      --all                --kernel --jit\n"
+	       "      --show-hidden        keep frames hidden by default (start-up scaffolding)\n"
+	       "      --weight W           samples (default) or period\n"
+	       "      --only-pid PID,...   only these processes\n"
+	       "      --only-tid TID,...   only these threads\n"
+	       "      --only-comm NAME,... only processes of these names\n"
+	       "      --from SEC           only samples at or after SEC seconds into the recording\n"
+	       "      --to SEC             only samples before SEC seconds into the recording\n"
+	       "      --per-thread DIR     also write one folded file per thread into DIR\n"
+	       "  -h, --help               show this help\n"
+	       "  -V, --version            show the version\n"
+	       "\n" SP_EXIT_STATUS_HELP,
+	       sp_progname);
+}
+
+/* Splits "a,b,c" into numbers or strings. */
+static void split_u64(const char *arg, const char *opt, uint64_t **v, size_t *n)
+{
+	char *copy = sp_xstrdup(arg), *save = NULL;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		uint64_t x;
+		if (sp_parse_u64(t, UINT32_MAX, &x) < 0)
+			sp_usage_error("invalid %s '%s'", opt, arg);
+		*v = sp_xrealloc(*v, (*n + 1) * sizeof(**v));
+		(*v)[(*n)++] = x;
+	}
+	free(copy);
+	if (!*n)
+		sp_usage_error("invalid %s '%s'", opt, arg);
+}
+
+static void split_str(const char *arg, char ***v, size_t *n)
+{
+	char *copy = sp_xstrdup(arg), *save = NULL;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		*v = sp_xrealloc(*v, (*n + 1) * sizeof(**v));
+		(*v)[(*n)++] = sp_xstrdup(t);
+	}
+	free(copy);
+}
+
+static double parse_seconds(const char *arg, const char *opt)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 0) || !isfinite(v))
+		sp_usage_error("invalid %s '%s': give seconds from the recording's start", opt, arg);
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	enum { FORMAT = 256, PID, TID, KERNEL, JIT, INLINE, ADDRS, ALL, SHOW_HIDDEN, WEIGHT,
+	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, FORMAT },
+		{ "pid", no_argument, NULL, PID },
+		{ "tid", no_argument, NULL, TID },
+		{ "kernel", no_argument, NULL, KERNEL },
+		{ "jit", no_argument, NULL, JIT },
+		{ "inline", no_argument, NULL, INLINE },
+		{ "addrs", no_argument, NULL, ADDRS },
+		{ "all", no_argument, NULL, ALL },
+		{ "show-hidden", no_argument, NULL, SHOW_HIDDEN },
+		{ "weight", required_argument, NULL, WEIGHT },
+		{ "only-pid", required_argument, NULL, ONLY_PID },
+		{ "only-tid", required_argument, NULL, ONLY_TID },
+		{ "only-comm", required_argument, NULL, ONLY_COMM },
+		{ "from", required_argument, NULL, FROM },
+		{ "to", required_argument, NULL, TO },
+		{ "per-thread", required_argument, NULL, PER_THREAD },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct sp_fold_options o = { .format = SP_FOLD_FOLDED, .to = INFINITY };
+	const char *output = NULL;
+	int c;
+
+	sp_tool_init(argv[0]);
+	while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': output = optarg; break;
+		case FORMAT:
+			if (strcmp(optarg, "folded") == 0)
+				o.format = SP_FOLD_FOLDED;
+			else if (strcmp(optarg, "pprof") == 0)
+				o.format = SP_FOLD_PPROF;
+			else if (strcmp(optarg, "speedscope") == 0)
+				o.format = SP_FOLD_SPEEDSCOPE;
+			else
+				sp_usage_error("invalid --format '%s': folded, pprof or speedscope", optarg);
+			break;
+		case PID: o.root = SP_ROOT_PID; break;
+		case TID: o.root = SP_ROOT_TID; break;
+		case KERNEL: o.kernel = true; break;
+		case JIT: o.jit = true; break;
+		case INLINE: o.inline_frames = true; break;
+		case ADDRS: o.addrs = true; break;
+		case ALL: o.kernel = o.jit = true; break;
+		case SHOW_HIDDEN: o.show_hidden = true; break;
+		case WEIGHT:
+			if (strcmp(optarg, "samples") == 0)
+				o.period = false;
+			else if (strcmp(optarg, "period") == 0)
+				o.period = true;
+			else
+				sp_usage_error("invalid --weight '%s': samples or period", optarg);
+			break;
+		case ONLY_PID: split_u64(optarg, "--only-pid", &o.pids, &o.npids); break;
+		case ONLY_TID: split_u64(optarg, "--only-tid", &o.tids, &o.ntids); break;
+		case ONLY_COMM: split_str(optarg, &o.comms, &o.ncomms); break;
+		case FROM: o.from = parse_seconds(optarg, "--from"); break;
+		case TO: o.to = parse_seconds(optarg, "--to"); break;
+		case PER_THREAD: o.per_thread_dir = optarg; break;
+		case 'h': usage(); return SP_EXIT_OK;
+		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		default:
+			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
+			return SP_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1)
+		sp_usage_error("give at most one input file");
+	if (o.from >= o.to)
+		sp_usage_error("--from must be before --to");
+	if (o.per_thread_dir && mkdir(o.per_thread_dir, 0755) < 0 && errno != EEXIST)
+		sp_die(SP_EXIT_FATAL, "cannot create '%s': %s", o.per_thread_dir, strerror(errno));
+	const char *input = optind < argc ? argv[optind] : NULL;
+
+	int infd = sp_open_input(input);
+	int outfd = sp_open_output(output, o.format == SP_FOLD_PPROF);
+	FILE *out = fdopen(outfd, "w");
+	struct sp_reader *r = sp_reader_new(infd, input ? input : "-");
+	struct sp_fold *f = sp_fold_new(&o);
+	if (!out || !r || !f)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+
+	int status = SP_EXIT_OK;
+	struct sp_record rec;
+	enum sp_read_status rs;
+	while ((rs = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
+		if (rec.type == SP_R_HEADER) {
+			const struct sp_header *h = sp_reader_header(r);
+			if (h->stage == SP_STAGE_RAW) {
+				sp_warn("'%s': byte offset %llu, record %llu: the stream is raw; "
+					"run sp-unwind (and sp-symbolize) first",
+					input ? input : "-", (unsigned long long)rec.offset,
+					(unsigned long long)rec.index);
+				status = SP_EXIT_FATAL;
+				goto done;
+			}
+			if (h->stage == SP_STAGE_UNWOUND)
+				sp_warn("'%s': the stream is unwound but not symbolized: frames are "
+					"named by module and address (run sp-symbolize for names)",
+					input ? input : "-");
+		}
+		if (sp_fold_record(f, &rec) < 0) {
+			sp_warn("'%s': byte offset %llu, record %llu: %s", input ? input : "-",
+				(unsigned long long)rec.offset, (unsigned long long)rec.index,
+				sp_fold_error(f));
+			status = SP_EXIT_PARTIAL;
+			break;
+		}
+	}
+	if (rs == SP_READ_ERROR) {
+		sp_warn("'%s': %s", input ? input : "-", sp_reader_error(r));
+		status = SP_EXIT_PARTIAL;
+	} else if (rs == SP_READ_END && sp_reader_records(r) > 0 && !sp_reader_saw_summary(r)) {
+		sp_warn("'%s': stream ends without a summary record after %llu records: it was "
+			"cut short; the stacks before the cut are folded", input ? input : "-",
+			(unsigned long long)sp_reader_records(r));
+		status = SP_EXIT_PARTIAL;
+	}
+	if (sp_fold_write(f, out) < 0) {
+		sp_warn("%s", sp_fold_error(f));
+		status = SP_EXIT_FATAL;
+	}
+done:
+	if ((fflush(out) != 0 || ferror(out)) && errno != EPIPE) {
+		sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
+		status = SP_EXIT_FATAL;
+	}
+	fclose(out);
+	sp_fold_free(f);
+	sp_reader_free(r);
+	for (size_t i = 0; i < o.ncomms; i++)
+		free(o.comms[i]);
+	free(o.comms);
+	free(o.pids);
+	free(o.tids);
+	if (infd != STDIN_FILENO)
+		close(infd);
+	return status;
+}
