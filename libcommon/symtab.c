@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "symtab.h"
 
@@ -198,11 +199,13 @@ bool sp_perfmap_parse_line(const char *line, size_t len, uint64_t *start,
 	return true;
 }
 
-int sp_perfmap_load(const char *path, struct sp_symtab *t, uint64_t *skipped)
+int sp_perfmap_load_fd(int fd, struct sp_symtab *t, uint64_t *skipped)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	FILE *f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
 		return -1;
+	}
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t n;

@@ -48,10 +48,11 @@ int sp_kallsyms_load(const char *path, struct sp_symtab *t, char *err, size_t er
 
 /*
  * Loads a perf map ("START SIZE NAME" lines, hexadecimal with or without
- * 0x, names with spaces).  Malformed lines are skipped and counted in
- * *skipped.  Returns 0 or -1 (errno set).
+ * 0x, names with spaces) from fd, which it closes: the caller opens and
+ * checks the file once, so it cannot be swapped in between.  Malformed
+ * lines are skipped and counted in *skipped.  Returns 0 or -1 (errno set).
  */
-int sp_perfmap_load(const char *path, struct sp_symtab *t, uint64_t *skipped);
+int sp_perfmap_load_fd(int fd, struct sp_symtab *t, uint64_t *skipped);
 
 /* Parses one perf-map line; returns false for a malformed one. */
 bool sp_perfmap_parse_line(const char *line, size_t len, uint64_t *start,

@@ -121,7 +121,6 @@ struct state {
 
 	struct sp_symtab ksyms;
 	int kstate;		/* 0 not tried, 1 loaded, -1 none */
-	bool kwarned;
 
 	struct perfmap *maps;
 	size_t nmaps;
@@ -250,18 +249,20 @@ static struct perfmap *perfmap_get(struct state *st, uint32_t pid, bool reload_i
 	    ((sb.st_uid != 0 && sb.st_uid != owner_ok) || (sb.st_mode & S_IWOTH)))) {
 		close(fd);
 		if (!m->refused)
-			sp_warn("refusing '%s': %s (use --force-perf-maps to read it anyway)", path,
+			sp_warn("refusing '%s': %s", path,
 				!S_ISREG(sb.st_mode) ? "not a regular file" :
-				(sb.st_mode & S_IWOTH) ? "writable by every user" :
-				"owned by neither root nor the process's user");
+				(sb.st_mode & S_IWOTH) ?
+				"writable by every user (use --force-perf-maps to read it anyway)" :
+				"owned by neither root nor the process's user "
+				"(use --force-perf-maps to read it anyway)");
 		m->refused = true;
 		st->perf_maps_refused++;
 		return m;
 	}
-	close(fd);
 	sp_symtab_release(&m->t);
 	sp_symtab_init(&m->t);
-	if (sp_perfmap_load(path, &m->t, &st->perf_map_lines_skipped) == 0) {
+	/* Read from the descriptor that was checked, not the path again. */
+	if (sp_perfmap_load_fd(fd, &m->t, &st->perf_map_lines_skipped) == 0) {
 		m->loaded = true;
 		m->size = sb.st_size;
 		m->gen++;
@@ -379,7 +380,10 @@ static void write_frame(struct state *st, uint64_t id, const msgpack_object *fr)
 	char buf[4096];
 
 	if (flags & SP_FRAME_MARKER) {
-		snprintf(buf, sizeof(buf), "[%s]", sp_unwind_end_name((enum sp_unwind_end)rel));
+		if (rel < SP_END_COUNT)
+			snprintf(buf, sizeof(buf), "[%s]", sp_unwind_end_name((enum sp_unwind_end)rel));
+		else
+			snprintf(buf, sizeof(buf), "[marker %llu]", (unsigned long long)rel);
 		name = buf;
 		out_flags = SP_FRAME_MARKER;
 		mod = NULL;
@@ -414,7 +418,7 @@ static void write_frame(struct state *st, uint64_t id, const msgpack_object *fr)
 		if (r && r->name) {
 			origin = r->origin;
 			name = r->name;
-			offset = r->offset;
+			offset = r->offset + (ret ? 1 : 0);
 		}
 	} else if (mod && strcmp(mod->kind, "elf") == 0) {
 		if (!mod->ms) {
@@ -426,7 +430,7 @@ static void write_frame(struct state *st, uint64_t id, const msgpack_object *fr)
 			if (r && r->name) {
 				origin = r->origin;
 				name = r->name;
-				offset = r->offset;
+				offset = r->offset + (ret ? 1 : 0);	/* from addr itself */
 				file = r->file;
 				line = r->line;
 				inl = r->inl;
@@ -549,11 +553,13 @@ static int symbolize_stack(struct state *st, const struct sp_record *rec)
 	uint64_t id = 0;
 	sp_map_u64(rec->map, "id", &id);
 	const msgpack_object_array *fr = sp_map_array(rec->map, "frames");
-	uint64_t ids[1200];
+	uint64_t *ids = sp_xmalloc((fr->size ? fr->size : 1) * sizeof(*ids));
 	size_t n = 0;
-	for (uint32_t i = 0; i < fr->size && n < sizeof(ids) / sizeof(*ids); i++) {
-		if (!valid_frame(&fr->ptr[i]))
+	for (uint32_t i = 0; i < fr->size; i++) {
+		if (!valid_frame(&fr->ptr[i])) {
+			free(ids);
 			return -1;
+		}
 		ids[n++] = frame_id(st, &fr->ptr[i]);
 	}
 	msgpack_packer *pk = sp_writer_packer(st->w);
@@ -564,19 +570,25 @@ static int symbolize_stack(struct state *st, const struct sp_record *rec)
 	msgpack_pack_array(pk, n);
 	for (size_t i = 0; i < n; i++)
 		msgpack_pack_uint64(pk, ids[i]);
+	free(ids);
 	return 0;
 }
 
 static void note_module(struct state *st, const struct sp_record *rec)
 {
 	uint64_t id = 0, pid = 0;
-	const char *p = "", *k = "elf";
-	size_t pl = 0, kl = 3;
+	const char *p = "", *k = NULL;
+	size_t pl = 0, kl = 0;
 	const void *bid = NULL;
 	size_t bidlen = 0;
 	sp_map_u64(rec->map, "id", &id);
 	sp_map_str(rec->map, "path", &p, &pl);
-	sp_map_str(rec->map, "kind", &k, &kl);
+	if (!sp_map_str(rec->map, "kind", &k, &kl)) {
+		/* No kind: a file if the path names one. */
+		sp_map_str(rec->map, "path", &p, &pl);
+		k = pl && p[0] == '/' ? "elf" : "anon";
+		kl = strlen(k);
+	}
 	sp_map_u64(rec->map, "pid", &pid);
 	if (!sp_map_bin(rec->map, "build_id", &bid, &bidlen))
 		bidlen = 0;
@@ -779,6 +791,9 @@ int main(int argc, char **argv)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
 	sp_symtab_init(&st.ksyms);
+	/* A kallsyms file given is checked before anything is written. */
+	if (o->kallsyms)
+		kallsyms_load(&st);
 
 	int status = SP_EXIT_OK;
 	struct sp_record rec;
@@ -797,7 +812,14 @@ int main(int argc, char **argv)
 				goto done;
 			}
 			reset_segment(&st);
-			st.this_boot = same_boot(rec.map);
+			bool boot = same_boot(rec.map);
+			if (!o->kallsyms && boot != st.this_boot) {
+				/* The default source depends on the segment's boot. */
+				sp_symtab_release(&st.ksyms);
+				sp_symtab_init(&st.ksyms);
+				st.kstate = 0;
+			}
+			st.this_boot = boot;
 			sp_pack_derived_header(sp_writer_packer(st.w), rec.map, SP_STAGE_SYMBOLIZED,
 					       "sp-symbolize", argc, argv);
 			break;
