@@ -121,3 +121,16 @@ setup_file() {
 	run sp-fold "$S"
 	[ "$output" = "semi:colon;a:b 1" ]
 }
+
+@test "sp-cat --format perf-script renders a symbolized stream as perf script text" {
+	run sp-cat --format perf-script "$SHARED"
+	[ "$status" -eq 0 ]
+	pid=$(jqs "$SHARED.raw" 'select(.t=="process") | .pid')
+	[ "$(printf '%s\n' "${lines[@]}" | grep -c ' cpu-clock:$')" -eq "$(summary "$SHARED" samples)" ]
+	[[ "${lines[0]}" =~ ^spin\ $pid/[0-9]+\ [0-9]+\.[0-9]{6}:\ [0-9]+\ cpu-clock:$ ]]
+	printf '%s\n' "${lines[@]}" | grep -q $'^\t *[0-9a-f]* leaf_compute+0x[0-9a-f]* (.*/spin)$'
+	printf '%s\n' "${lines[@]}" | grep -q $'^\t *[0-9a-f]* _start+0x[0-9a-f]* (.*/spin)$'
+	run sp-cat --format perf-script "$SHARED.unw"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"needs a symbolized stream"* ]]
+}

@@ -27,6 +27,8 @@ static void usage(void)
 	       "\n"
 	       "  -j, --from-json        read JSON lines and write the stream they render\n"
 	       "  -t, --type TYPE[,...]  show only records of these types (e.g. sample,map)\n"
+	       "      --format F         json (default), or perf-script: a symbolized stream\n"
+	       "                         as `perf script` text (FlameScope, speedscope, ...)\n"
 	       "  -f, --follow           keep reading a file that is still being written;\n"
 	       "                         end at its summary record or on SIGINT\n"
 	       "  -o, --output FILE      write to FILE instead of standard output\n"
@@ -46,7 +48,7 @@ static void on_signal(int sig)
 }
 
 struct options {
-	bool from_json, follow;
+	bool from_json, follow, perf_script;
 	const char *output;
 	char **types;	/* [0] owns the text, names from [1] to NULL; NULL for all */
 	size_t max_record;
@@ -61,6 +63,174 @@ static bool type_wanted(const struct options *o, const struct sp_record *rec)
 		    memcmp(*t, rec->type_name, rec->type_len) == 0)
 			return true;
 	return false;
+}
+
+/* What perf-script text needs of a symbolized segment. */
+struct ps_frame {
+	char *name, *module;
+	uint64_t addr, offset;
+	bool address_only;
+	char **inl;		/* inlined functions, innermost first */
+	uint32_t ninl;
+};
+
+struct ps_state {
+	struct ps_frame *frames;
+	size_t nframes;
+	uint64_t **stacks;	/* [0] = count, then frame ids */
+	size_t nstacks;
+	char **modules;
+	size_t nmodules;
+	struct { uint32_t pid; char comm[32]; } *procs;
+	size_t nprocs;
+};
+
+static void ps_reset(struct ps_state *s)
+{
+	for (size_t i = 0; i < s->nframes; i++) {
+		free(s->frames[i].name);
+		for (uint32_t k = 0; k < s->frames[i].ninl; k++)
+			free(s->frames[i].inl[k]);
+		free(s->frames[i].inl);
+	}
+	for (size_t i = 0; i < s->nstacks; i++)
+		free(s->stacks[i]);
+	for (size_t i = 0; i < s->nmodules; i++)
+		free(s->modules[i]);
+	free(s->frames);
+	free(s->stacks);
+	free(s->modules);
+	free(s->procs);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Grows a pointer array so that index id exists; false when id is absurd. */
+static bool ps_slot(void **v, size_t *n, size_t elem, uint64_t id)
+{
+	if (id >= 10000000)
+		return false;
+	if (id >= *n) {
+		*v = sp_xrealloc(*v, (id + 1) * elem);
+		memset((char *)*v + *n * elem, 0, (id + 1 - *n) * elem);
+		*n = id + 1;
+	}
+	return true;
+}
+
+static char *ps_str(const msgpack_object *m, const char *key)
+{
+	const char *p;
+	size_t n;
+	return sp_map_str(m, key, &p, &n) ? strndup(p, n) : NULL;
+}
+
+static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out)
+{
+	const msgpack_object *m = rec->map;
+	uint64_t id = 0, v;
+	sp_map_u64(m, "id", &id);
+	switch (rec->type) {
+	case SP_R_HEADER:
+		ps_reset(s);
+		break;
+	case SP_R_MODULE:
+		if (ps_slot((void **)&s->modules, &s->nmodules, sizeof(*s->modules), id)) {
+			free(s->modules[id]);
+			s->modules[id] = ps_str(m, "path");
+		}
+		break;
+	case SP_R_PROCESS: case SP_R_EXEC: case SP_R_COMM: {
+		uint64_t pid = 0, tid = 0;
+		const char *c;
+		size_t n;
+		sp_map_u64(m, "pid", &pid);
+		if (sp_map_u64(m, "tid", &tid) && tid != pid)
+			break;
+		if (!sp_map_str(m, "comm", &c, &n))
+			break;
+		size_t i = 0;
+		while (i < s->nprocs && s->procs[i].pid != pid)
+			i++;
+		if (i == s->nprocs) {
+			s->procs = sp_xrealloc(s->procs, (s->nprocs + 1) * sizeof(*s->procs));
+			s->procs[s->nprocs++].pid = (uint32_t)pid;
+		}
+		snprintf(s->procs[i].comm, sizeof(s->procs[i].comm), "%.*s", (int)(n < 31 ? n : 31), c);
+		break;
+	}
+	case SP_R_FRAME: {
+		if (!ps_slot((void **)&s->frames, &s->nframes, sizeof(*s->frames), id))
+			break;
+		struct ps_frame *f = &s->frames[id];
+		free(f->name);
+		f->name = ps_str(m, "name");
+		f->addr = f->offset = 0;
+		sp_map_u64(m, "addr", &f->addr);
+		sp_map_u64(m, "offset", &f->offset);
+		f->module = sp_map_u64(m, "module", &v) && v < s->nmodules ? s->modules[v] : NULL;
+		const char *o;
+		size_t n;
+		f->address_only = sp_map_str(m, "origin", &o, &n) && n == 12 &&
+				  memcmp(o, "address-only", 12) == 0;
+		const msgpack_object_array *inl = sp_map_array(m, "inline");
+		f->ninl = 0;
+		if (inl && inl->size) {
+			f->inl = sp_xcalloc(inl->size, sizeof(*f->inl));
+			for (uint32_t k = 0; k < inl->size; k++)
+				if ((f->inl[f->ninl] = ps_str(&inl->ptr[k], "name")))
+					f->ninl++;
+		}
+		break;
+	}
+	case SP_R_SYMSTACK: {
+		const msgpack_object_array *fr = sp_map_array(m, "frames");
+		if (!ps_slot((void **)&s->stacks, &s->nstacks, sizeof(*s->stacks), id))
+			break;
+		free(s->stacks[id]);
+		uint64_t *st = sp_xmalloc((fr->size + 1) * sizeof(*st));
+		st[0] = 0;
+		for (uint32_t k = 0; k < fr->size; k++)
+			if (fr->ptr[k].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+				st[++st[0]] = fr->ptr[k].via.u64;
+		s->stacks[id] = st;
+		break;
+	}
+	case SP_R_SAMPLE: {
+		uint64_t pid = 0, tid = 0, time = 0, period = 1, stack = UINT64_MAX;
+		sp_map_u64(m, "pid", &pid);
+		sp_map_u64(m, "tid", &tid);
+		sp_map_u64(m, "time", &time);
+		sp_map_u64(m, "period", &period);
+		sp_map_u64(m, "stack", &stack);
+		const char *comm = "?";
+		for (size_t i = 0; i < s->nprocs; i++)
+			if (s->procs[i].pid == pid)
+				comm = s->procs[i].comm;
+		fprintf(out, "%s %llu/%llu %llu.%06llu: %llu cpu-clock:\n", comm,
+			(unsigned long long)pid, (unsigned long long)tid,
+			(unsigned long long)(time / 1000000000u),
+			(unsigned long long)(time % 1000000000u / 1000u), (unsigned long long)period);
+		const uint64_t *st = stack < s->nstacks ? s->stacks[stack] : NULL;
+		for (uint64_t k = 1; st && k <= st[0]; k++) {
+			const struct ps_frame *f = st[k] < s->nframes ? &s->frames[st[k]] : NULL;
+			if (!f || !f->name)
+				continue;
+			for (uint32_t i = 0; i < f->ninl; i++)
+				fprintf(out, "\t%16llx %s (inlined)\n", (unsigned long long)f->addr, f->inl[i]);
+			if (f->address_only)
+				fprintf(out, "\t%16llx [unknown] (%s)\n", (unsigned long long)f->addr,
+					f->module ? f->module : "[unknown]");
+			else
+				fprintf(out, "\t%16llx %s+0x%llx (%s)\n", (unsigned long long)f->addr,
+					f->name, (unsigned long long)f->offset,
+					f->module ? f->module : "[unknown]");
+		}
+		fputc('\n', out);
+		break;
+	}
+	default:
+		break;
+	}
 }
 
 /* Writes one input's records as JSON lines; returns an exit status. */
@@ -80,7 +250,19 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 	struct sp_record rec;
 	enum sp_read_status st;
 	int status = SP_EXIT_OK;
+	struct ps_state ps = { 0 };
 	while ((st = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
+		if (o->perf_script) {
+			if (rec.type == SP_R_HEADER && sp_reader_header(r)->stage != SP_STAGE_SYMBOLIZED) {
+				sp_warn("'%s': byte offset %llu, record %llu: perf-script text needs a "
+					"symbolized stream: run sp-unwind and sp-symbolize first", name,
+					(unsigned long long)rec.offset, (unsigned long long)rec.index);
+				status = SP_EXIT_FATAL;
+				break;
+			}
+			ps_record(&ps, &rec, out);
+			continue;
+		}
 		/* Following a file being written ends at its summary. */
 		bool last = o->follow && rec.type == SP_R_SUMMARY;
 		if (type_wanted(o, &rec)) {
@@ -106,6 +288,7 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 			(unsigned long long)sp_reader_records(r));
 		status = SP_EXIT_PARTIAL;
 	}
+	ps_reset(&ps);
 	sp_buf_release(&line);
 	sp_reader_free(r);
 	if (fd != STDIN_FILENO)
@@ -219,6 +402,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "from-json", no_argument, NULL, 'j' },
+		{ "format", required_argument, NULL, 'F' },
 		{ "type", required_argument, NULL, 't' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
@@ -235,6 +419,12 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "jt:fo:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'j': o.from_json = true; break;
+		case 'F':
+			if (strcmp(optarg, "perf-script") == 0)
+				o.perf_script = true;
+			else if (strcmp(optarg, "json") != 0)
+				sp_usage_error("invalid --format '%s': json or perf-script", optarg);
+			break;
 		case 'f': o.follow = true; break;
 		case 't':
 			if (o.types) {
@@ -257,6 +447,8 @@ int main(int argc, char **argv)
 			return SP_EXIT_USAGE;
 		}
 	}
+	if (o.perf_script && (o.from_json || o.types))
+		sp_usage_error("--format perf-script shows a whole symbolized stream");
 	if (o.from_json && (o.types || o.follow))
 		sp_usage_error("--type and --follow apply to showing a stream, not to --from-json");
 	if (o.follow) {
