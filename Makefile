@@ -18,7 +18,7 @@ VERSION := 0.1.0
 
 CC ?= cc
 CFLAGS ?= -O2 -g
-PKGS := libdw libelf libunwind msgpack
+PKGS := libdw libelf libunwind msgpack zlib libdebuginfod
 # Evaluated when a recipe runs, so after `make deps` has installed them.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS = $(shell pkg-config --libs $(PKGS))

@@ -257,8 +257,12 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 		sp_map_u64(rec, "len", &len);
 		sp_map_u64(rec, "pgoff", &pgoff);
 		sp_map_str(rec, "path", &path, &plen);
-		if (!sp_map_bin(rec, "build_id", &bid, &bidlen))
+		bool content = false;
+		if (!sp_map_bin(rec, "build_id", &bid, &bidlen)) {
 			bidlen = 0;
+			/* A file without a build-id may carry its content identity. */
+			content = sp_map_bin(rec, "content_id", &bid, &bidlen);
+		}
 		if (len == 0 || start + len < start)
 			return 0;
 		bool anon = path_is_anon(path, plen) &&
@@ -268,6 +272,7 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 						    anon ? (uint32_t)pid : 0) : NULL;
 		if (!o)
 			return -1;
+		o->content_id = content;
 		struct sp_mapping m = { start, start + len, pgoff, o };
 		return map_insert(p, m);
 	}

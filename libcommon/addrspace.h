@@ -23,6 +23,7 @@ struct sp_object {
 	char *path;
 	unsigned char build_id[SP_BUILD_ID_MAX];
 	int build_id_len;
+	bool content_id;	/* build_id holds a SHA-1 of the file instead */
 	uint32_t anon_pid;	/* anonymous memory: the process; else 0 */
 	bool anon;		/* //anon, [heap], memfd: no file to read */
 	bool vdso;

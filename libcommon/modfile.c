@@ -6,6 +6,7 @@
 
 #include "buildid.h"
 #include "modfile.h"
+#include "sha1.h"
 
 void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,
 			 const char *suffix, char *out, size_t len)
@@ -18,8 +19,8 @@ void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,
 }
 
 int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
-		    const unsigned char *bid, int bidlen, char *found, size_t foundlen,
-		    bool *mismatch)
+		    const unsigned char *bid, int bidlen, bool content, char *found,
+		    size_t foundlen, bool *mismatch)
 {
 	size_t ncand = s->ndirs + 1 + (s->root && bidlen > 0);
 	*mismatch = false;
@@ -38,7 +39,8 @@ int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
 		if (fd < 0)
 			continue;
 		unsigned char id[SP_BUILD_ID_MAX];
-		int n = sp_build_id_fd(fd, id);
+		int n = content ? (sp_sha1_fd(fd, id) == 0 ? 20 : -1) : sp_build_id_fd(fd, id);
+		lseek(fd, 0, SEEK_SET);
 		if (n < 0 || (bidlen > 0 && (n != bidlen || memcmp(id, bid, (size_t)n) != 0))) {
 			*mismatch |= n >= 0;
 			close(fd);

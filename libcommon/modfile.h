@@ -19,12 +19,14 @@ struct sp_modfile_search {
  * Opens the file of a module recorded at path with build-id bid (bidlen
  * bytes, 0 when unknown).  Candidates, in order: each DIR/.build-id/xx/rest,
  * root + path, and path itself when root is set and a build-id can vouch
- * for it.  Returns an open fd and the path used in found, or -1: then
+ * for it.  With content set, bid is not a build-id but the SHA-1 of the
+ * whole file (the identity of a file without one).
+ * Returns an open fd and the path used in found, or -1: then
  * *mismatch says whether a candidate existed with another build-id.
  */
 int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
-		    const unsigned char *bid, int bidlen, char *found, size_t foundlen,
-		    bool *mismatch);
+		    const unsigned char *bid, int bidlen, bool content, char *found,
+		    size_t foundlen, bool *mismatch);
 
 /* DIR/.build-id/xx/rest plus suffix ("" or ".debug") into out. */
 void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,

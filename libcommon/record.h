@@ -35,7 +35,8 @@
 	X(SYMSTACK, "symstack") \
 	X(SUMMARY, "summary") \
 	X(UNWIND, "unwind") \
-	X(SYMBOLIZE, "symbolize")
+	X(SYMBOLIZE, "symbolize") \
+	X(ARCHIVE, "archive")
 
 enum sp_rtype {
 	SP_R_UNKNOWN = 0,
@@ -110,6 +111,7 @@ enum sp_vtype {
 	X(MAP, "flags", UINT, SP_OPT) \
 	X(MAP, "build_id", BIN, SP_OPT) \
 	X(MAP, "deleted", BOOL, SP_OPT) \
+	X(MAP, "content_id", BIN, SP_OPT) \
 	X(FORK, "pid", UINT, SP_REQ) \
 	X(FORK, "ppid", UINT, SP_REQ) \
 	X(FORK, "tid", UINT, SP_REQ) \
@@ -149,6 +151,7 @@ enum sp_vtype {
 	X(MODULE, "kind", STR, SP_OPT) \
 	X(MODULE, "build_id", BIN, SP_OPT) \
 	X(MODULE, "pid", UINT, SP_OPT) \
+	X(MODULE, "content_id", BIN, SP_OPT) \
 	X(STACK, "id", UINT, SP_REQ) \
 	X(STACK, "frames", ARRAY, SP_REQ) \
 	X(FRAME, "id", UINT, SP_REQ) \
@@ -206,7 +209,15 @@ enum sp_vtype {
 	X(SYMBOLIZE, "perf_maps_loaded", UINT, SP_OPT) \
 	X(SYMBOLIZE, "perf_maps_refused", UINT, SP_OPT) \
 	X(SYMBOLIZE, "perf_map_lines_skipped", UINT, SP_OPT) \
-	X(SYMBOLIZE, "kallsyms", STR, SP_OPT)
+	X(SYMBOLIZE, "kallsyms", STR, SP_OPT) \
+	X(ARCHIVE, "kind", STR, SP_REQ) \
+	X(ARCHIVE, "file", STR, SP_REQ) \
+	X(ARCHIVE, "path", STR, SP_OPT) \
+	X(ARCHIVE, "build_id", BIN, SP_OPT) \
+	X(ARCHIVE, "content_id", BIN, SP_OPT) \
+	X(ARCHIVE, "debug", BOOL, SP_OPT) \
+	X(ARCHIVE, "pid", UINT, SP_OPT) \
+	X(ARCHIVE, "start_time", UINT, SP_OPT)
 
 /*
  * The error kinds counted in a summary's error_stats.
@@ -226,7 +237,9 @@ enum sp_vtype {
 	X(THREAD_ATTACH_FAILED, "thread_attach_failed", \
 	  "an event could not be opened for a thread (it may have exited)") \
 	X(UNKNOWN_PROCESS, "unknown_process", \
-	  "a sample from a process with no process record before it")
+	  "a sample from a process with no process record before it") \
+	X(ARCHIVE_FAILED, "archive_failed", \
+	  "a file could not be kept in the --archive directory")
 
 enum sp_error_kind {
 #define SP_X_ENUM(e, s, d) SP_E_##e,

@@ -81,6 +81,7 @@ struct proc {
 	pid_t pid;		/* 0: free slot */
 	bool cpython;
 	bool alive;
+	uint64_t start_key;	/* start_time of its process record, or its fork's time */
 };
 
 struct target {
@@ -572,12 +573,12 @@ static void pack_map(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t time,
 		     uint64_t start, uint64_t len, uint64_t pgoff, const char *path,
 		     bool have_dev, unsigned maj, unsigned min, uint64_t ino,
 		     int prot, int flags, const unsigned char *bid, int bidlen,
-		     bool deleted)
+		     const unsigned char *cid, bool deleted)
 {
 	size_t s;
 	q_begin(r, time, &s);
 	msgpack_packer *pk = &r->qpk;
-	int n = 9 + (tid ? 1 : 0) + (have_dev ? 3 : 0) + (bidlen > 0) + (flags >= 0);
+	int n = 9 + (tid ? 1 : 0) + (have_dev ? 3 : 0) + (bidlen > 0) + (flags >= 0) + (cid != NULL);
 	msgpack_pack_map(pk, (size_t)n);
 	sp_pack_kv_str(pk, "t", "map");
 	sp_pack_kv_u64(pk, "pid", (uint64_t)pid);
@@ -598,8 +599,64 @@ static void pack_map(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t time,
 		sp_pack_kv_u64(pk, "flags", (uint64_t)flags);
 	if (bidlen > 0)
 		sp_pack_kv_bin(pk, "build_id", bid, (size_t)bidlen);
+	if (cid)
+		sp_pack_kv_bin(pk, "content_id", cid, 20);
 	sp_pack_kv_bool(pk, "deleted", deleted);
 	q_end(r, time, s);
+}
+
+/* An "archive" record: a file kept in the --archive directory. */
+static void pack_archive(struct sp_recorder *r, uint64_t time, const char *kind,
+			 const char *file, const char *path, const unsigned char *id, int idlen,
+			 bool content, bool debug, pid_t pid, uint64_t start_time)
+{
+	size_t s;
+	q_begin(r, time, &s);
+	msgpack_packer *pk = &r->qpk;
+	msgpack_pack_map(pk, 3 + (path != NULL) + (idlen > 0) + debug + 2 * (pid != 0));
+	sp_pack_kv_str(pk, "t", "archive");
+	sp_pack_kv_str(pk, "kind", kind);
+	sp_pack_kv_str(pk, "file", file);
+	if (path)
+		sp_pack_kv_str(pk, "path", path);
+	if (idlen > 0)
+		sp_pack_kv_bin(pk, content ? "content_id" : "build_id", id, (size_t)idlen);
+	if (debug)
+		sp_pack_kv_bool(pk, "debug", true);
+	if (pid) {
+		sp_pack_kv_u64(pk, "pid", (uint64_t)pid);
+		sp_pack_kv_u64(pk, "start_time", start_time);
+	}
+	q_end(r, time, s);
+}
+
+/*
+ * With --archive: the identity of a mapped file without a build-id (its
+ * content), and the file itself kept once in the archive.
+ */
+static void archive_map(struct sp_recorder *r, pid_t pid, uint64_t time, uint64_t start,
+			uint64_t end, const char *path, const unsigned char *bid, int bidlen,
+			unsigned char *cid, bool *have_cid)
+{
+	*have_cid = false;
+	if (!r->o.archive || !is_file_path(path))
+		return;
+	if (bidlen <= 0) {
+		if (sp_archive_content_id(pid, start, end, path, cid) < 0) {
+			r->errors[SP_E_ARCHIVE_FAILED]++;
+			return;
+		}
+		*have_cid = true;
+	}
+	char rel[512];
+	bool debug;
+	int rc = sp_archive_module(r->o.archive, pid, start, end, path, *have_cid ? cid : bid,
+				   *have_cid ? 20 : bidlen, *have_cid, rel, sizeof(rel), &debug);
+	if (rc < 0)
+		r->errors[SP_E_ARCHIVE_FAILED]++;
+	else if (rc > 0)
+		pack_archive(r, time, "module", rel, path, *have_cid ? cid : bid,
+			     *have_cid ? 20 : bidlen, *have_cid, debug, 0, 0);
 }
 
 /* State synthesized from /proc at attach. */
@@ -630,9 +687,13 @@ static int synth_map(const struct sp_proc_map *m, void *arg)
 		bidlen = build_id_cached(c->r, m->deleted ? alt : path, alt,
 					 (uint64_t)m->maj << 32 | m->min, m->ino, bid);
 	}
+	unsigned char cid[20];
+	bool have_cid;
+	archive_map(c->r, c->pid, c->time, m->start, m->end, path, bid, bidlen, cid, &have_cid);
 	pack_map(c->r, c->pid, 0, c->time, m->start, m->end - m->start, m->pgoff, path,
 		 true, m->maj, m->min, m->ino, m->prot,
-		 m->shared ? MAP_SHARED : MAP_PRIVATE, bid, bidlen, m->deleted);
+		 m->shared ? MAP_SHARED : MAP_PRIVATE, bid, bidlen, have_cid ? cid : NULL,
+		 m->deleted);
 	const char *via;
 	if (!c->via && sp_path_is_cpython(path, &via))
 		c->via = via;
@@ -1090,6 +1151,7 @@ int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 	if (p) {
 		p->alive = true;
 		p->cpython = false;
+		p->start_key = st.start_ns;
 	}
 	char exe[4096];
 	struct synth_ctx c = { r, pid, t, NULL };
@@ -1142,7 +1204,7 @@ int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child)
 	int k = open_thread(r, pid, pid, true);
 	if (k != 0)
 		return k > 0 ? fail(r, "the command exited before it could be profiled") : -1;
-	struct sp_proc_stat st;
+	struct sp_proc_stat st = { 0 };
 	if (sp_proc_stat(pid, &st) == 0) {
 		const char *base = strrchr(argv[0], '/');
 		snprintf(st.comm, sizeof(st.comm), "%.15s", base ? base + 1 : argv[0]);
@@ -1153,6 +1215,7 @@ int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child)
 	if (p) {
 		p->alive = true;
 		p->cpython = false;
+		p->start_key = st.start_ns;
 	}
 	pack_runtime(r, pid, t, false, "none");
 	size_t n = 0;
@@ -1438,9 +1501,13 @@ static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t
 	}
 	if (bidlen < 0)
 		bidlen = 0;
+	unsigned char cid[20];
+	bool have_cid;
+	archive_map(r, (pid_t)m.pid, id.time, m.addr, m.addr + m.len, path, bid, bidlen, cid,
+		    &have_cid);
 	pack_map(r, (pid_t)m.pid, (pid_t)m.tid, id.time, m.addr, m.len, m.pgoff, path,
 		 have_dev, have_dev ? m.maj : 0, have_dev ? m.min : 0, have_dev ? m.ino : 0,
-		 (int)m.prot, (int)m.flags, bid, bidlen, deleted);
+		 (int)m.prot, (int)m.flags, bid, bidlen, have_cid ? cid : NULL, deleted);
 	note_mapping_runtime(r, (pid_t)m.pid, path, id.time);
 }
 
@@ -1514,6 +1581,7 @@ static void handle_task(struct sp_recorder *r, const unsigned char *rec, size_t 
 		if (p) {
 			p->cpython = cpy;
 			p->alive = true;
+			p->start_key = t.time;
 		}
 		pack_runtime(r, (pid_t)t.pid, t.time, cpy, cpy ? "parent" : "none");
 	}
@@ -1736,6 +1804,32 @@ int sp_recorder_finish(struct sp_recorder *r)
 	}
 
 	uint64_t end = now_ns();
+	if (r->o.archive) {
+		/* Each process's perf map, keyed by pid and start, and kallsyms. */
+		for (size_t i = 0; i < r->capprocs; i++) {
+			const struct proc *p = &r->procs[i];
+			char src[64], rel[128];
+			if (!p->pid)
+				continue;
+			snprintf(src, sizeof(src), "/tmp/perf-%d.map", (int)p->pid);
+			if (access(src, R_OK) != 0)
+				continue;
+			snprintf(rel, sizeof(rel), "perf-maps/perf-%d-%" PRIu64 ".map", (int)p->pid,
+				 p->start_key);
+			if (sp_archive_copy(r->o.archive, src, rel) < 0)
+				r->errors[SP_E_ARCHIVE_FAILED]++;
+			else
+				pack_archive(r, end, "perf-map", rel, src, NULL, 0, false, false,
+					     p->pid, p->start_key);
+		}
+		if (sp_archive_copy(r->o.archive, "/proc/kallsyms", "kallsyms") < 0)
+			r->errors[SP_E_ARCHIVE_FAILED]++;
+		else
+			pack_archive(r, end, "kallsyms", "kallsyms", "/proc/kallsyms", NULL, 0,
+				     false, false, 0, 0);
+		if (q_flush(r, UINT64_MAX) < 0)
+			return -1;
+	}
 	uint64_t lost = r->lost_events > r->lost_samples_format ?
 			r->lost_events : r->lost_samples_format;
 	msgpack_packer *pk = sp_writer_packer(r->w);

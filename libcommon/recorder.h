@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "archive.h"
 #include "stream.h"
 
 /* The kernel's limit on the user stack copy (a u16 size, 8-byte aligned). */
@@ -39,6 +40,7 @@ struct sp_recorder_options {
 	int refresh_threads_ms;		/* 0: off */
 	bool descendants;
 	const char *kallsyms_out;	/* NULL: none */
+	struct sp_archive *archive;	/* --archive: keep the exact files; NULL: none */
 	bool command_stdout_to_stderr;	/* the stream is on standard output */
 };
 

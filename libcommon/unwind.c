@@ -202,7 +202,7 @@ static struct modstate *resolve(struct sp_unwinder *u, struct sp_object *obj)
 	char found[4096];
 	bool mismatch;
 	int fd = sp_modfile_open(&search, obj->path, obj->build_id, obj->build_id_len,
-				 found, sizeof(found), &mismatch);
+				 obj->content_id, found, sizeof(found), &mismatch);
 	if (fd >= 0) {
 		ms->fd = fd;
 		ms->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

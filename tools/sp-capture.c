@@ -65,6 +65,8 @@ static void usage(void)
 	       "      --start-timestamp-us N   metadata for the header\n"
 	       "      --sample-interval-us N   metadata for the header\n"
 	       "      --kallsyms-out FILE   save this host's /proc/kallsyms to FILE\n"
+	       "      --archive DIR         keep the exact mapped files (build-id layout),\n"
+	       "                            the perf maps and kallsyms in DIR\n"
 	       "  -q, --quiet               no status line or closing summary\n"
 	       "  -h, --help                show this help\n"
 	       "  -V, --version             show the version\n"
@@ -79,6 +81,7 @@ static void usage(void)
 struct cli {
 	struct sp_recorder_options o;
 	const char *output;
+	const char *archive;
 	const char *kallsyms_out;
 	pid_t *pids;
 	size_t npids;
@@ -154,7 +157,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 {
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
-	       KALLSYMS_OUT };
+	       KALLSYMS_OUT, ARCHIVE };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -174,6 +177,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		{ "start-timestamp-us", required_argument, NULL, START_TS },
 		{ "sample-interval-us", required_argument, NULL, INTERVAL },
 		{ "kallsyms-out", required_argument, NULL, KALLSYMS_OUT },
+		{ "archive", required_argument, NULL, ARCHIVE },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -236,6 +240,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 			c->o.has_sample_interval = true;
 			break;
 		case KALLSYMS_OUT: c->kallsyms_out = c->o.kallsyms_out = optarg; break;
+		case ARCHIVE: c->archive = optarg; break;
 		case 'q': c->quiet = true; break;
 		case 'h': usage(); exit(SP_EXIT_OK);
 		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); exit(SP_EXIT_OK);
@@ -354,6 +359,8 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	if (c.archive && !(c.o.archive = sp_archive_new(c.archive)))
+		sp_die(SP_EXIT_FATAL, "cannot create the archive '%s': %s", c.archive, strerror(errno));
 	int outfd = sp_open_output(c.output, true);
 	c.o.command_stdout_to_stderr = outfd == STDOUT_FILENO;
 	struct sp_writer *w = sp_writer_new(outfd, c.output ? c.output : "-");
@@ -390,6 +397,7 @@ int main(int argc, char **argv)
 		sp_recorder_free(r);
 		sp_writer_close(w);
 		free(c.pids);
+		sp_archive_free(c.o.archive);
 		return status;
 	}
 
@@ -448,5 +456,6 @@ int main(int argc, char **argv)
 		status = SP_EXIT_FATAL;
 	}
 	free(c.pids);
+	sp_archive_free(c.o.archive);
 	return status;
 }

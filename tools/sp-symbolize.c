@@ -13,11 +13,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <elf.h>
+#include <elfutils/debuginfod.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buildid.h"
 #include "elfsym.h"
 #include "header.h"
 #include "modfile.h"
@@ -36,6 +38,8 @@ static void usage(void)
 	       "                            default: /proc/kallsyms if recorded in this boot\n"
 	       "      --root DIR            look recorded module paths up under DIR\n"
 	       "      --module-dir DIR      build-id layout (DIR/.build-id/xx/rest); repeatable\n"
+	       "      --archive DIR         an archive of sp-capture --archive: module and debug\n"
+	       "                            files, perf maps (by pid and start) and kallsyms\n"
 	       "      --debug-dir DIR       debug files in build-id layout (xx/rest.debug) or by\n"
 	       "                            .gnu_debuglink; repeatable (default /usr/lib/debug)\n"
 	       "      --no-debuginfod       do not ask DEBUGINFOD_URLS servers for debug files\n"
@@ -69,10 +73,12 @@ struct options {
 	struct sp_modfile_search search;
 	struct sp_elfsym_options eo;
 	const char *perf_map_dir;
+	const char *archive;	/* perf maps there are named perf-PID-START.map */
 	enum perfmaps_mode pm;
 	uint32_t *pm_pids;
 	size_t npm_pids;
 	bool force_perf_maps;
+	bool debuginfod;	/* DEBUGINFOD_URLS set and not --no-debuginfod */
 };
 
 /* A module file's symbolizer, kept across segments by (path, build-id). */
@@ -80,6 +86,7 @@ struct modsym {
 	char *path;
 	unsigned char bid[SP_BUILD_ID_MAX];
 	int bidlen;
+	bool content;		/* bid is a content identity */
 	struct sp_elfsym *es;	/* NULL: missing or mismatched */
 	bool mismatch;
 };
@@ -124,7 +131,8 @@ struct state {
 
 	struct perfmap *maps;
 	size_t nmaps;
-	struct { uint32_t pid; bool cpython; uint32_t uid; bool have_uid; } *procs;
+	struct { uint32_t pid; bool cpython; uint32_t uid; bool have_uid;
+		 uint64_t start; bool have_start; } *procs;
 	size_t nprocs;
 
 	struct fkey *fkeys;	/* frame id -> key */
@@ -184,6 +192,18 @@ static void note_record(struct state *st, const struct sp_record *rec)
 		st->procs[i].uid = (uint32_t)v;
 		st->procs[i].have_uid = true;
 	}
+	/* The start that keys an archived perf map: as sp-capture saw it. */
+	if (rec->type == SP_R_PROCESS && sp_map_u64(rec->map, "start_time", &v)) {
+		size_t i = proc_index(st, (uint32_t)pid);
+		st->procs[i].start = v;
+		st->procs[i].have_start = true;
+	}
+	if (rec->type == SP_R_FORK && sp_map_u64(rec->map, "ppid", &v) && v != pid &&
+	    sp_map_u64(rec->map, "time", &v)) {
+		size_t i = proc_index(st, (uint32_t)pid);
+		st->procs[i].start = v;
+		st->procs[i].have_start = true;
+	}
 	if (rec->type == SP_R_FORK && sp_map_u64(rec->map, "ppid", &v) && v != pid) {
 		size_t p = proc_index(st, (uint32_t)v), c = proc_index(st, (uint32_t)pid);
 		st->procs[c].uid = st->procs[p].uid;
@@ -229,6 +249,10 @@ static struct perfmap *perfmap_get(struct state *st, uint32_t pid, bool reload_i
 		return m;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/perf-%u.map", st->o.perf_map_dir, pid);
+	for (size_t i = 0; st->o.archive && i < st->nprocs; i++)
+		if (st->procs[i].pid == pid && st->procs[i].have_start)
+			snprintf(path, sizeof(path), "%s/perf-maps/perf-%u-%llu.map", st->o.archive, pid,
+				 (unsigned long long)st->procs[i].start);
 	/* Not through a symlink, and only a regular file of a trusted owner. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	struct stat sb;
@@ -271,7 +295,8 @@ static struct perfmap *perfmap_get(struct state *st, uint32_t pid, bool reload_i
 	return m;
 }
 
-static struct modsym *modsym_get(struct state *st, const char *path, const void *bid, int bidlen)
+static struct modsym *modsym_get(struct state *st, const char *path, const void *bid, int bidlen,
+				  bool content)
 {
 	for (size_t i = 0; i < st->nmods; i++) {
 		struct modsym *m = st->mods[i];
@@ -283,9 +308,33 @@ static struct modsym *modsym_get(struct state *st, const char *path, const void 
 	m->path = sp_xstrdup(path);
 	m->bidlen = bidlen > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : bidlen;
 	memcpy(m->bid, bid, (size_t)m->bidlen);
+	m->content = content;
 	char found[4096];
-	int fd = sp_modfile_open(&st->o.search, path, m->bid, m->bidlen, found, sizeof(found),
-				 &m->mismatch);
+	int fd = sp_modfile_open(&st->o.search, path, m->bid, m->bidlen, content, found,
+				 sizeof(found), &m->mismatch);
+	if (fd < 0 && st->o.debuginfod && !content && m->bidlen > 0) {
+		/* The executable itself from a debuginfod server, by build-id. */
+		debuginfod_client *dc = debuginfod_begin();
+		char *where = NULL;
+		if (dc) {
+			fd = debuginfod_find_executable(dc, m->bid, m->bidlen, &where);
+			debuginfod_end(dc);
+		}
+		if (fd >= 0) {
+			unsigned char id[SP_BUILD_ID_MAX];
+			int n = sp_build_id_fd(fd, id);
+			if (n != m->bidlen || memcmp(id, m->bid, (size_t)n) != 0) {
+				close(fd);
+				fd = -1;
+				m->mismatch = true;
+			} else {
+				snprintf(found, sizeof(found), "%s", where);
+			}
+		} else {
+			fd = -1;
+		}
+		free(where);
+	}
 	if (fd >= 0)
 		m->es = sp_elfsym_open(fd, found, &st->o.eo);
 	if (!m->es) {
@@ -423,7 +472,7 @@ static void write_frame(struct state *st, uint64_t id, const msgpack_object *fr)
 	} else if (mod && strcmp(mod->kind, "elf") == 0) {
 		if (!mod->ms) {
 			const void *bid = NULL;
-			mod->ms = modsym_get(st, mod->path, bid, 0);
+			mod->ms = modsym_get(st, mod->path, bid, 0, false);
 		}
 		if (mod->ms->es) {
 			const struct sp_symres *r = sp_elfsym_lookup(mod->ms->es, rel - (ret ? 1 : 0));
@@ -590,8 +639,11 @@ static void note_module(struct state *st, const struct sp_record *rec)
 		kl = strlen(k);
 	}
 	sp_map_u64(rec->map, "pid", &pid);
-	if (!sp_map_bin(rec->map, "build_id", &bid, &bidlen))
+	bool content = false;
+	if (!sp_map_bin(rec->map, "build_id", &bid, &bidlen)) {
 		bidlen = 0;
+		content = sp_map_bin(rec->map, "content_id", &bid, &bidlen);
+	}
 	if (id > 1000000)
 		return;
 	if (id >= st->nmodules) {
@@ -607,7 +659,8 @@ static void note_module(struct state *st, const struct sp_record *rec)
 	snprintf(m->kind, sizeof(m->kind), "%.*s", (int)(kl < 15 ? kl : 15), k);
 	m->pid = (uint32_t)pid;
 	m->ms = strcmp(m->kind, "elf") == 0 ?
-		modsym_get(st, m->path, bid, (int)(bidlen > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : bidlen)) :
+		modsym_get(st, m->path, bid, (int)(bidlen > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : bidlen),
+			   content) :
 		NULL;
 	m->defined = true;
 }
@@ -688,7 +741,7 @@ static void parse_perf_maps_for(struct options *o, const char *arg)
 
 int main(int argc, char **argv)
 {
-	enum { KALLSYMS = 256, ROOT, MODULE_DIR, DEBUG_DIR, NO_DEBUGINFOD, PERF_MAP_DIR,
+	enum { KALLSYMS = 256, ROOT, MODULE_DIR, ARCHIVE, DEBUG_DIR, NO_DEBUGINFOD, PERF_MAP_DIR,
 	       PERF_MAPS_FOR, NO_PERF_MAPS, FORCE_PERF_MAPS, NO_INLINE, NO_LINES,
 	       NO_DEMANGLE, MAX_RECORD };
 	static const struct option longopts[] = {
@@ -696,6 +749,7 @@ int main(int argc, char **argv)
 		{ "kallsyms", required_argument, NULL, KALLSYMS },
 		{ "root", required_argument, NULL, ROOT },
 		{ "module-dir", required_argument, NULL, MODULE_DIR },
+		{ "archive", required_argument, NULL, ARCHIVE },
 		{ "debug-dir", required_argument, NULL, DEBUG_DIR },
 		{ "no-debuginfod", no_argument, NULL, NO_DEBUGINFOD },
 		{ "perf-map-dir", required_argument, NULL, PERF_MAP_DIR },
@@ -735,6 +789,14 @@ int main(int argc, char **argv)
 			ddirs = sp_xrealloc(ddirs, (nddirs + 1) * sizeof(*ddirs));
 			ddirs[nddirs++] = optarg;
 			break;
+		case ARCHIVE:
+			/* A module dir and a debug dir at once; maps and kallsyms below. */
+			o->archive = optarg;
+			mdirs = sp_xrealloc(mdirs, (nmdirs + 1) * sizeof(*mdirs));
+			mdirs[nmdirs++] = optarg;
+			ddirs = sp_xrealloc(ddirs, (nddirs + 1) * sizeof(*ddirs));
+			ddirs[nddirs++] = optarg;
+			break;
 		case NO_DEBUGINFOD: no_debuginfod = true; break;
 		case PERF_MAP_DIR: o->perf_map_dir = optarg; break;
 		case PERF_MAPS_FOR: parse_perf_maps_for(o, optarg); break;
@@ -758,6 +820,12 @@ int main(int argc, char **argv)
 	if (argc - optind > 1)
 		sp_usage_error("give at most one input file");
 	const char *input = optind < argc ? argv[optind] : NULL;
+	char archived_kallsyms[4096];
+	if (o->archive && !o->kallsyms) {
+		snprintf(archived_kallsyms, sizeof(archived_kallsyms), "%s/kallsyms", o->archive);
+		if (access(archived_kallsyms, R_OK) == 0)
+			o->kallsyms = archived_kallsyms;
+	}
 	o->search.dirs = mdirs;
 	o->search.ndirs = nmdirs;
 
@@ -775,6 +843,8 @@ int main(int argc, char **argv)
 		strcat(dpath, ":/usr/lib/debug");
 	o->eo.debuginfo_path = dpath;
 	/* debuginfod: off on request; otherwise bounded in time, with progress. */
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	o->debuginfod = !no_debuginfod && urls && *urls;
 	if (no_debuginfod) {
 		unsetenv("DEBUGINFOD_URLS");
 	} else {

@@ -40,6 +40,7 @@ static void usage(void)
 	       "      --root DIR         look recorded module paths up under DIR\n"
 	       "      --module-dir DIR   a directory in build-id layout (DIR/.build-id/xx/rest),\n"
 	       "                         searched before the recorded path; repeatable\n"
+	       "      --archive DIR      an archive of sp-capture --archive: a module dir\n"
 	       "  -f, --follow           read a file still being written; end at its summary\n"
 	       "                         or on SIGINT\n"
 	       "      --max-depth N      user frames per stack at most (default %d)\n"
@@ -158,7 +159,8 @@ static uint64_t module_id(struct state *st, struct sp_object *o)
 	sp_pack_kv_str(pk, "path", o->path);
 	sp_pack_kv_str(pk, "kind", kernel ? "kernel" : object_kind(o));
 	if (o->build_id_len > 0)
-		sp_pack_kv_bin(pk, "build_id", o->build_id, (size_t)o->build_id_len);
+		sp_pack_kv_bin(pk, o->content_id ? "content_id" : "build_id", o->build_id,
+			       (size_t)o->build_id_len);
 	if (o->anon_pid)
 		sp_pack_kv_u64(pk, "pid", o->anon_pid);
 	return o->out_id;
@@ -411,11 +413,12 @@ static bool same_boot(const msgpack_object *hdr)
 
 int main(int argc, char **argv)
 {
-	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD };
+	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD, ARCHIVE };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "root", required_argument, NULL, ROOT },
 		{ "module-dir", required_argument, NULL, MODULE_DIR },
+		{ "archive", required_argument, NULL, ARCHIVE },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "max-depth", required_argument, NULL, MAX_DEPTH },
 		{ "no-fp-fallback", no_argument, NULL, NO_FP },
@@ -437,6 +440,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'o': output = optarg; break;
 		case ROOT: root = strcmp(optarg, "/") == 0 ? NULL : optarg; break;
+		case ARCHIVE:
 		case MODULE_DIR:
 			dirs = sp_xrealloc(dirs, (ndirs + 1) * sizeof(*dirs));
 			dirs[ndirs++] = optarg;

@@ -1,0 +1,187 @@
+/* The archive of exact files (see archive.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "archive.h"
+#include "buildid.h"
+#include "modfile.h"
+#include "sha1.h"
+
+struct sp_archive {
+	char *dir;
+	char err[512];
+};
+
+static int fail(struct sp_archive *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(struct sp_archive *a, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(a->err, sizeof(a->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* mkdir -p for the directories of path (not its last component). */
+static int make_parents(const char *path)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return 0;
+}
+
+struct sp_archive *sp_archive_new(const char *dir)
+{
+	char probe[4096];
+	snprintf(probe, sizeof(probe), "%s/perf-maps/x", dir);
+	if (make_parents(probe) < 0)
+		return NULL;
+	snprintf(probe, sizeof(probe), "%s/.build-id/x", dir);
+	if (make_parents(probe) < 0)
+		return NULL;
+	struct sp_archive *a = calloc(1, sizeof(*a));
+	if (!a || !(a->dir = strdup(dir))) {
+		free(a);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return a;
+}
+
+void sp_archive_free(struct sp_archive *a)
+{
+	if (a) {
+		free(a->dir);
+		free(a);
+	}
+}
+
+const char *sp_archive_error(const struct sp_archive *a)
+{
+	return a->err;
+}
+
+const char *sp_archive_dir(const struct sp_archive *a)
+{
+	return a->dir;
+}
+
+/* The mapped file: through map_files first, then the path. */
+static int open_mapped(pid_t pid, uint64_t start, uint64_t end, const char *path)
+{
+	char mf[128];
+	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
+	int fd = open(mf, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd;
+}
+
+int sp_archive_content_id(pid_t pid, uint64_t start, uint64_t end, const char *path,
+			  unsigned char out[20])
+{
+	int fd = open_mapped(pid, start, end, path);
+	if (fd < 0)
+		return -1;
+	int rc = sp_sha1_fd(fd, out);
+	close(fd);
+	return rc;
+}
+
+/* Copies fd's contents to dst through a temporary file and a rename. */
+static int copy_to(struct sp_archive *a, int fd, const char *dst)
+{
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", dst, (int)getpid());
+	if (make_parents(dst) < 0)
+		return fail(a, "cannot create the directories of '%s': %s", dst, strerror(errno));
+	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0)
+		return fail(a, "cannot create '%s': %s", tmp, strerror(errno));
+	char buf[65536];
+	ssize_t n;
+	lseek(fd, 0, SEEK_SET);
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		for (ssize_t off = 0; off < n;) {
+			ssize_t w = write(out, buf + off, (size_t)(n - off));
+			if (w < 0) {
+				int e = errno;
+				close(out);
+				unlink(tmp);
+				return fail(a, "cannot write '%s': %s", tmp, strerror(e));
+			}
+			off += w;
+		}
+	if (n < 0 || close(out) < 0 || rename(tmp, dst) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return fail(a, "cannot archive '%s': %s", dst, strerror(e));
+	}
+	return 0;
+}
+
+int sp_archive_module(struct sp_archive *a, pid_t pid, uint64_t start, uint64_t end,
+		      const char *path, const unsigned char *id, int idlen, bool content,
+		      char *rel, size_t rellen, bool *debug)
+{
+	*debug = false;
+	if (idlen < 2)
+		return fail(a, "'%s' has no identity to archive it under", path);
+	char dst[4096];
+	sp_build_id_path_in(a->dir, id, idlen, "", dst, sizeof(dst));
+	snprintf(rel, rellen, "%s", dst + strlen(a->dir) + 1);
+	struct stat sb;
+	if (stat(dst, &sb) == 0)
+		return 0;	/* nothing is stored twice */
+	int fd = open_mapped(pid, start, end, path);
+	if (fd < 0)
+		return fail(a, "cannot read the mapped file '%s': %s", path, strerror(errno));
+	/* The copy must be the file that was sampled. */
+	unsigned char got[SP_BUILD_ID_MAX];
+	int n = content ? (sp_sha1_fd(fd, got) == 0 ? 20 : -1) : sp_build_id_fd(fd, got);
+	if (n != idlen || memcmp(got, id, (size_t)idlen) != 0) {
+		close(fd);
+		return fail(a, "'%s' is not the file that was mapped (its identity differs)", path);
+	}
+	int rc = copy_to(a, fd, dst);
+	close(fd);
+	if (rc < 0)
+		return -1;
+	/* Its separate debug file, when one is installed here. */
+	char dbg[4096], dbgdst[4200];
+	sp_build_id_path_in("/usr/lib/debug", id, idlen, ".debug", dbg, sizeof(dbg));
+	int dfd = content ? -1 : open(dbg, O_RDONLY | O_CLOEXEC);
+	if (dfd >= 0) {
+		snprintf(dbgdst, sizeof(dbgdst), "%s.debug", dst);
+		*debug = copy_to(a, dfd, dbgdst) == 0;
+		close(dfd);
+	}
+	return 1;
+}
+
+int sp_archive_copy(struct sp_archive *a, const char *src, const char *rel)
+{
+	int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return fail(a, "cannot read '%s': %s", src, strerror(errno));
+	char dst[4096];
+	snprintf(dst, sizeof(dst), "%s/%s", a->dir, rel);
+	int rc = copy_to(a, fd, dst);
+	close(fd);
+	return rc;
+}
