@@ -110,7 +110,9 @@ static int copy_to(struct sp_archive *a, int fd, const char *dst)
 	snprintf(tmp, sizeof(tmp), "%s.tmp%d", dst, (int)getpid());
 	if (make_parents(dst) < 0)
 		return fail(a, "cannot create the directories of '%s': %s", dst, strerror(errno));
-	int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* A fresh file: a planted symlink or file under that name is not written through. */
+	unlink(tmp);
+	int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (out < 0)
 		return fail(a, "cannot create '%s': %s", tmp, strerror(errno));
 	char buf[65536];
