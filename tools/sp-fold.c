@@ -189,7 +189,8 @@ int main(int argc, char **argv)
 			}
 			if (h->stage == SP_STAGE_UNWOUND)
 				sp_warn("'%s': the stream is unwound but not symbolized: frames are "
-					"named by module and address (run sp-symbolize for names)",
+					"named by module (with --addrs, and address); run sp-symbolize "
+					"for names",
 					input ? input : "-");
 		}
 		if (sp_fold_record(f, &rec) < 0) {

@@ -203,8 +203,9 @@ static void take_symbolize(struct stats *st, const msgpack_object *m)
 {
 	uint64_t v;
 	st->have_symbolize = true;
-	if (sp_map_u64(m, "modules_missing", &v)) st->modules_missing += v;
-	if (sp_map_u64(m, "modules_mismatched", &v)) st->modules_mismatched += v;
+	/* sp-symbolize counts these over its whole run: the last one holds. */
+	if (sp_map_u64(m, "modules_missing", &v)) st->modules_missing = v;
+	if (sp_map_u64(m, "modules_mismatched", &v)) st->modules_mismatched = v;
 }
 
 static void take_frame(struct stats *st, const msgpack_object *m)
@@ -445,6 +446,14 @@ static void jd(struct sp_buf *b, bool *first, const char *k, double v)
 	char t[48];
 	jkey(b, first, k);
 	snprintf(t, sizeof(t), "%.3f", v);
+	sp_buf_adds(b, t);
+}
+
+static void ji(struct sp_buf *b, bool *first, const char *k, long v)
+{
+	char t[32];
+	jkey(b, first, k);
+	snprintf(t, sizeof(t), "%ld", v);
 	sp_buf_adds(b, t);
 }
 
@@ -773,10 +782,10 @@ static int report_system(bool json, FILE *out)
 		sp_buf_init(&b);
 		bool f = true;
 		sp_buf_addc(&b, '{');
-		jd(&b, &f, "perf_event_paranoid", (double)paranoid);
-		jd(&b, &f, "kptr_restrict", (double)kptr);
-		jd(&b, &f, "max_sample_rate", (double)maxrate);
-		jd(&b, &f, "perf_event_mlock_kb", (double)mlock);
+		ji(&b, &f, "perf_event_paranoid", paranoid);
+		ji(&b, &f, "kptr_restrict", kptr);
+		ji(&b, &f, "max_sample_rate", maxrate);
+		ji(&b, &f, "perf_event_mlock_kb", mlock);
 		jbool(&b, &f, "root", geteuid() == 0);
 		jbool(&b, &f, "cap_perfmon", perfmon);
 		jbool(&b, &f, "cap_sys_admin", sysadmin);
