@@ -132,7 +132,7 @@ static struct sp_object *object_get(struct sp_addrspaces *a, const char *path, s
 		struct sp_object *o = a->objs[i];
 		if (o->anon_pid == anon_pid && (size_t)o->build_id_len == bidlen &&
 		    strlen(o->path) == plen && memcmp(o->path, path, plen) == 0 &&
-		    memcmp(o->build_id, bid, bidlen) == 0)
+		    (bidlen == 0 || memcmp(o->build_id, bid, bidlen) == 0))
 			return o;
 	}
 	if (a->nobjs == a->capobjs) {
@@ -150,7 +150,8 @@ static struct sp_object *object_get(struct sp_addrspaces *a, const char *path, s
 	}
 	memcpy(o->path, path, plen);
 	o->path[plen] = '\0';
-	memcpy(o->build_id, bid, bidlen);
+	if (bidlen)
+		memcpy(o->build_id, bid, bidlen);
 	o->build_id_len = (int)bidlen;
 	o->anon_pid = anon_pid;
 	o->vdso = strcmp(o->path, "[vdso]") == 0;

@@ -90,11 +90,22 @@ static void build_symtab(struct sp_elfsym *e)
 	int n = dwfl_module_getsymtab(e->mod);
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
-		GElf_Addr addr;
-		const char *name = dwfl_module_getsym_info(e->mod, i, &sym, &addr, NULL, NULL, NULL);
+		GElf_Addr addr, bias = 0;
+		GElf_Word shndx = 0;
+		Elf *elf = NULL;
+		const char *name = dwfl_module_getsym_info(e->mod, i, &sym, &addr, &shndx, &elf, &bias);
 		int type = GELF_ST_TYPE(sym.st_info);
 		if (!name || !*name || (type != STT_FUNC && type != STT_GNU_IFUNC) || addr == 0)
 			continue;
+		/*
+		 * A symbol without a size ends with its section at the latest,
+		 * so that _init does not swallow the .plt that follows it.
+		 */
+		GElf_Shdr sh;
+		Elf_Scn *scn = elf && shndx && shndx < SHN_LORESERVE ? elf_getscn(elf, shndx) : NULL;
+		if (sym.st_size == 0 && scn && gelf_getshdr(scn, &sh) &&
+		    sh.sh_addr + bias + sh.sh_size > addr)
+			sym.st_size = sh.sh_addr + bias + sh.sh_size - addr;
 		/* glibc's internal aliases (__GI_x) stand beside the public name. */
 		if (strncmp(name, "__GI_", 5) == 0)
 			continue;

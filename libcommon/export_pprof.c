@@ -1,12 +1,676 @@
-/* The pprof exporter (see fold.h). */
-#include <stdio.h>
+/*
+ * The pprof exporter (see fold.h): the folded view as a gzip-compressed
+ * perftools.profiles.Profile (github.com/google/pprof, proto/profile.proto).
+ * The protobuf encoding is written by hand, as Go's runtime/pprof does: the
+ * schema is small and stable, and only varints and length-delimited fields
+ * are needed.
+ *
+ * The model: a Sample per (thread, stack) count, with the values
+ * [samples/count, cpu/nanoseconds] and the labels pid, tid, comm and
+ * thread; a Location per physical frame together with the inline frames
+ * that follow it in a root-first stack (its Lines innermost first, as pprof
+ * wants them); a Function per distinct (name, file); a Mapping per distinct
+ * module path.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
 
 #include "fold.h"
+#include "json.h"
+
+/* Field numbers of profile.proto. */
+enum {
+	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3, PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6, PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+	VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
+	LABEL_KEY = 1, LABEL_STR = 2, LABEL_NUM = 3,
+	MAPPING_ID = 1, MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6, MAPPING_HAS_FUNCTIONS = 7, MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9, MAPPING_HAS_INLINE_FRAMES = 10,
+	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
+	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4,
+};
+
+/* Wire types. */
+#define WT_VARINT 0
+#define WT_LEN 2
+
+static void pb_varint(struct sp_buf *b, uint64_t v)
+{
+	unsigned char tmp[10];
+	size_t n = 0;
+	do {
+		tmp[n] = (unsigned char)(v & 0x7f);
+		v >>= 7;
+		if (v)
+			tmp[n] |= 0x80;
+		n++;
+	} while (v);
+	sp_buf_add(b, tmp, n);
+}
+
+static void pb_key(struct sp_buf *b, unsigned field, unsigned wire)
+{
+	pb_varint(b, (uint64_t)field << 3 | wire);
+}
+
+/* A varint field; zero is the default and is left out. */
+static void pb_u64(struct sp_buf *b, unsigned field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_key(b, field, WT_VARINT);
+	pb_varint(b, v);
+}
+
+static void pb_bytes(struct sp_buf *b, unsigned field, const void *p, size_t n)
+{
+	pb_key(b, field, WT_LEN);
+	pb_varint(b, n);
+	if (n)
+		sp_buf_add(b, p, n);
+}
+
+/* Appends the bytes of another buffer. */
+static void add_buf(struct sp_buf *b, const struct sp_buf *from)
+{
+	if (from->len)
+		sp_buf_add(b, from->p, from->len);
+	if (from->oom)
+		b->oom = 1;
+}
+
+/* Appends the message in sub as a field of b and empties sub for reuse. */
+static void pb_msg(struct sp_buf *b, unsigned field, struct sp_buf *sub)
+{
+	pb_bytes(b, field, sub->p, sub->len);
+	if (sub->oom)
+		b->oom = 1;
+	sub->len = 0;
+}
+
+/* An open-addressing hash of indices; a value is index + 1, 0 empty. */
+struct htab {
+	uint64_t *h;
+	uint32_t *v;
+	size_t cap, n;
+};
+
+/* Makes room for one more entry.  Returns 0, or -1 when memory ran out. */
+static int ht_reserve(struct htab *t)
+{
+	if ((t->n + 1) * 2 <= t->cap)
+		return 0;
+	size_t ncap = t->cap ? t->cap * 2 : 256;
+	uint64_t *nh = calloc(ncap, sizeof(*nh));
+	uint32_t *nv = calloc(ncap, sizeof(*nv));
+	if (!nh || !nv) {
+		free(nh);
+		free(nv);
+		return -1;
+	}
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->v[i])
+			continue;
+		size_t j = t->h[i] & (ncap - 1);
+		while (nv[j])
+			j = (j + 1) & (ncap - 1);
+		nh[j] = t->h[i];
+		nv[j] = t->v[i];
+	}
+	free(t->h);
+	free(t->v);
+	t->h = nh;
+	t->v = nv;
+	t->cap = ncap;
+	return 0;
+}
+
+/*
+ * The slot of the entry with hash h that same() accepts, or the empty slot
+ * where it belongs.  Call ht_reserve() first.
+ */
+static size_t ht_slot(const struct htab *t, uint64_t h, bool (*same)(const void *, uint32_t),
+		      const void *key)
+{
+	size_t i = h & (t->cap - 1);
+	while (t->v[i] && !(t->h[i] == h && same(key, t->v[i] - 1)))
+		i = (i + 1) & (t->cap - 1);
+	return i;
+}
+
+static void ht_set(struct htab *t, size_t slot, uint64_t h, uint32_t index)
+{
+	t->h[slot] = h;
+	t->v[slot] = index + 1;
+	t->n++;
+}
+
+static void ht_release(struct htab *t)
+{
+	free(t->h);
+	free(t->v);
+}
+
+static uint64_t fnv(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ull;
+	return h;
+}
+
+#define FNV_SEED 1469598103934665603ull
+
+/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t k;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2, cp = c & 0x1f;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3, cp = c & 0x0f;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < k)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return k;
+}
+
+struct mapping {
+	uint32_t path;			/* string index */
+	const struct sp_fold_frame *first;	/* a frame of it, for the build-id */
+	bool functions, filenames, lines, inlines;
+	uint32_t id;			/* as written: the main binary's is 1 */
+};
+
+struct function {
+	uint32_t name, file;		/* string indices */
+};
+
+/* A Location: a run of display frames, the physical one first. */
+struct location {
+	const uint32_t *frames;
+	size_t n;
+	uint32_t mapping;		/* index + 1; 0: none */
+};
+
+struct pp {
+	const struct sp_fold_view *v;
+	bool oom;
+	/* Strings: copies, made valid UTF-8, and the encoded table. */
+	char **strs;
+	size_t nstrs, capstrs;
+	struct htab sidx;
+	struct sp_buf table;
+	struct sp_buf clean;	/* scratch for str_id() */
+	struct mapping *maps;
+	size_t nmaps, capmaps;
+	struct htab midx;
+	struct function *funcs;
+	size_t nfuncs, capfuncs;
+	struct htab fidx;
+	struct location *locs;
+	size_t nlocs, caplocs;
+	struct htab lidx;
+};
+
+/* Makes room for element n of an array of capacity *cap.  NULL: out of memory. */
+static void *grow(struct pp *p, void *v, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return v;
+	size_t ncap = *cap ? *cap * 2 : 64;
+	void *nv = realloc(v, ncap * size);
+	if (!nv) {
+		p->oom = true;
+		return NULL;
+	}
+	*cap = ncap;
+	return nv;
+}
+
+/* The keys the tables are searched by. */
+struct strkey {
+	const struct pp *p;
+	const char *s;
+};
+
+struct mapkey {
+	const struct pp *p;
+	uint32_t path;
+};
+
+struct funckey {
+	const struct pp *p;
+	struct function f;
+};
+
+struct lockey {
+	const struct pp *p;
+	const uint32_t *frames;
+	size_t n;
+};
+
+static bool same_str(const void *key, uint32_t i)
+{
+	const struct strkey *k = key;
+	return strcmp(k->p->strs[i], k->s) == 0;
+}
+
+/* The string table index of s (NULL: ""), added when new. */
+static uint32_t str_id(struct pp *p, const char *s)
+{
+	if (!s || !*s)
+		return 0;
+	/* Protobuf strings are UTF-8: invalid bytes become U+FFFD. */
+	p->clean.len = 0;
+	size_t n = strlen(s);
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_len((const unsigned char *)s + i, n - i);
+		if (k) {
+			sp_buf_add(&p->clean, s + i, k);
+			i += k;
+		} else {
+			sp_buf_adds(&p->clean, "\xef\xbf\xbd");
+			i++;
+		}
+	}
+	if (p->clean.oom || ht_reserve(&p->sidx) < 0) {
+		p->oom = true;
+		return 0;
+	}
+	const struct strkey key = { p, p->clean.p };
+	uint64_t h = fnv(p->clean.p, p->clean.len, FNV_SEED);
+	size_t slot = ht_slot(&p->sidx, h, same_str, &key);
+	if (p->sidx.v[slot])
+		return p->sidx.v[slot] - 1;
+	char **ns = grow(p, p->strs, &p->capstrs, p->nstrs, sizeof(*ns));
+	if (!ns)
+		return 0;
+	p->strs = ns;
+	char *copy = strdup(p->clean.p);
+	if (!copy) {
+		p->oom = true;
+		return 0;
+	}
+	p->strs[p->nstrs] = copy;
+	ht_set(&p->sidx, slot, h, (uint32_t)p->nstrs);
+	pb_bytes(&p->table, PROFILE_STRING_TABLE, copy, p->clean.len);
+	return (uint32_t)p->nstrs++;
+}
+
+static bool same_mapping(const void *key, uint32_t i)
+{
+	const struct mapkey *k = key;
+	return k->p->maps[i].path == k->path;
+}
+
+/* The mapping index + 1 of a frame's module; 0 when it has none. */
+static uint32_t mapping_of(struct pp *p, const struct sp_fold_frame *fr)
+{
+	if (!fr->module)
+		return 0;
+	uint32_t path = str_id(p, fr->module);
+	if (ht_reserve(&p->midx) < 0) {
+		p->oom = true;
+		return 0;
+	}
+	const struct mapkey key = { p, path };
+	size_t slot = ht_slot(&p->midx, path, same_mapping, &key);
+	if (p->midx.v[slot])
+		return p->midx.v[slot];
+	struct mapping *nm = grow(p, p->maps, &p->capmaps, p->nmaps, sizeof(*nm));
+	if (!nm)
+		return 0;
+	p->maps = nm;
+	p->maps[p->nmaps] = (struct mapping){ .path = path, .first = fr };
+	ht_set(&p->midx, slot, path, (uint32_t)p->nmaps);
+	return (uint32_t)++p->nmaps;
+}
+
+static bool same_function(const void *key, uint32_t i)
+{
+	const struct funckey *k = key;
+	return k->p->funcs[i].name == k->f.name && k->p->funcs[i].file == k->f.file;
+}
+
+/* The Function id of a display frame, added when new. */
+static uint32_t function_of(struct pp *p, const struct sp_fold_frame *fr)
+{
+	struct function f = { str_id(p, fr->function), str_id(p, fr->file) };
+	if (ht_reserve(&p->fidx) < 0) {
+		p->oom = true;
+		return 0;
+	}
+	const struct funckey key = { p, f };
+	uint64_t h = (uint64_t)f.name << 32 | f.file;
+	h *= 0x9e3779b97f4a7c15ull;
+	size_t slot = ht_slot(&p->fidx, h, same_function, &key);
+	if (p->fidx.v[slot])
+		return p->fidx.v[slot];
+	struct function *nf = grow(p, p->funcs, &p->capfuncs, p->nfuncs, sizeof(*nf));
+	if (!nf)
+		return 0;
+	p->funcs = nf;
+	p->funcs[p->nfuncs] = f;
+	ht_set(&p->fidx, slot, h, (uint32_t)p->nfuncs);
+	return (uint32_t)++p->nfuncs;
+}
+
+static bool same_run(const void *key, uint32_t i)
+{
+	const struct lockey *k = key;
+	const struct location *l = &k->p->locs[i];
+	return l->n == k->n && memcmp(l->frames, k->frames, k->n * sizeof(*k->frames)) == 0;
+}
+
+/* The Location id of a run of display frames, added when new. */
+static uint32_t location_of(struct pp *p, const uint32_t *frames, size_t n)
+{
+	if (ht_reserve(&p->lidx) < 0) {
+		p->oom = true;
+		return 0;
+	}
+	const struct lockey key = { p, frames, n };
+	uint64_t h = fnv(frames, n * sizeof(*frames), FNV_SEED);
+	size_t slot = ht_slot(&p->lidx, h, same_run, &key);
+	if (p->lidx.v[slot])
+		return p->lidx.v[slot];
+	struct location *nl = grow(p, p->locs, &p->caplocs, p->nlocs, sizeof(*nl));
+	if (!nl)
+		return 0;
+	p->locs = nl;
+	p->locs[p->nlocs] = (struct location){ frames, n, 0 };
+	ht_set(&p->lidx, slot, h, (uint32_t)p->nlocs);
+	return (uint32_t)++p->nlocs;
+}
+
+static void label(struct sp_buf *b, struct sp_buf *tmp, uint32_t key, uint32_t str, int64_t num,
+		  bool is_num)
+{
+	pb_u64(tmp, LABEL_KEY, key);
+	if (is_num) {
+		/* Written even when 0: a label with neither str nor num is dropped. */
+		pb_key(tmp, LABEL_NUM, WT_VARINT);
+		pb_varint(tmp, (uint64_t)num);
+	} else {
+		pb_u64(tmp, LABEL_STR, str);
+	}
+	pb_msg(b, SAMPLE_LABEL, tmp);
+}
+
+static void packed(struct sp_buf *b, unsigned field, struct sp_buf *tmp, const uint64_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pb_varint(tmp, v[i]);
+	pb_msg(b, field, tmp);
+}
+
+static void value_type(struct sp_buf *b, unsigned field, struct sp_buf *tmp, uint32_t type,
+		       uint32_t unit)
+{
+	pb_u64(tmp, VALUETYPE_TYPE, type);
+	pb_u64(tmp, VALUETYPE_UNIT, unit);
+	pb_msg(b, field, tmp);
+}
+
+/* Whether a module path names the main binary rather than a library. */
+static bool main_binary(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	return base[0] != '[' && !strstr(base, ".so") && strncmp(path, "//anon", 6) != 0;
+}
+
+/* The samples, then the locations, mappings and functions they use. */
+static void encode(struct pp *p, struct sp_buf *out)
+{
+	const struct sp_fold_view *v = p->v;
+	struct sp_buf samples, tmp, sub;
+	sp_buf_init(&samples);
+	sp_buf_init(&tmp);
+	sp_buf_init(&sub);
+	uint64_t *ids = NULL;
+	size_t capids = 0;
+
+	/* string_table[0] is "", for every field that is left unset. */
+	p->strs = grow(p, p->strs, &p->capstrs, 0, sizeof(*p->strs));
+	if (!p->strs || !(p->strs[0] = strdup(""))) {
+		p->oom = true;
+		return;
+	}
+	p->nstrs = 1;
+	pb_bytes(&p->table, PROFILE_STRING_TABLE, "", 0);
+	uint32_t s_samples = str_id(p, "samples"), s_count = str_id(p, "count");
+	uint32_t s_cpu = str_id(p, "cpu"), s_ns = str_id(p, "nanoseconds");
+	uint32_t s_pid = str_id(p, "pid"), s_tid = str_id(p, "tid");
+	uint32_t s_comm = str_id(p, "comm"), s_thread = str_id(p, "thread");
+
+	for (size_t c = 0; c < v->ncounts && !p->oom; c++) {
+		const struct sp_fold_count *cnt = &v->counts[c];
+		const struct sp_fold_stack *st = &v->stacks[cnt->stack];
+		const struct sp_fold_thread *th = &v->threads[cnt->thread];
+		if (st->n > capids) {
+			uint64_t *ni = realloc(ids, st->n * sizeof(*ni));
+			if (!ni) {
+				p->oom = true;
+				break;
+			}
+			ids = ni;
+			capids = st->n;
+		}
+		/* Runs of a physical frame and the inline frames after it, root first. */
+		size_t nids = 0;
+		for (size_t i = 0; i < st->n;) {
+			size_t j = i + 1;
+			while (j < st->n && v->frames[st->frames[j]].inlined)
+				j++;
+			ids[nids++] = location_of(p, st->frames + i, j - i);
+			i = j;
+		}
+		/* pprof wants the leaf first. */
+		for (size_t i = 0; i < nids / 2; i++) {
+			uint64_t t = ids[i];
+			ids[i] = ids[nids - 1 - i];
+			ids[nids - 1 - i] = t;
+		}
+		packed(&sub, SAMPLE_LOCATION_ID, &tmp, ids, nids);
+		uint64_t values[2] = { cnt->samples, cnt->period };
+		packed(&sub, SAMPLE_VALUE, &tmp, values, 2);
+		label(&sub, &tmp, s_pid, 0, th->pid, true);
+		label(&sub, &tmp, s_tid, 0, th->tid, true);
+		label(&sub, &tmp, s_comm, str_id(p, th->comm), 0, false);
+		label(&sub, &tmp, s_thread, str_id(p, th->thread_comm), 0, false);
+		pb_msg(&samples, PROFILE_SAMPLE, &sub);
+	}
+	free(ids);
+
+	/* Mappings of the locations, and what their frames tell about them. */
+	for (size_t i = 0; i < p->nlocs && !p->oom; i++) {
+		struct location *l = &p->locs[i];
+		l->mapping = mapping_of(p, &v->frames[l->frames[0]]);
+		if (!l->mapping)
+			continue;
+		struct mapping *m = &p->maps[l->mapping - 1];
+		for (size_t k = 0; k < l->n; k++) {
+			const struct sp_fold_frame *fr = &v->frames[l->frames[k]];
+			m->functions |= !fr->address_only;
+			m->filenames |= fr->file != NULL;
+			m->lines |= fr->line > 0;
+		}
+		m->inlines |= l->n > 1;
+	}
+	/* Mapping 1 is the main binary, as pprof expects: the first that is not a library. */
+	size_t main_map = 0;
+	for (size_t i = 0; i < p->nmaps; i++)
+		if (main_binary(p->strs[p->maps[i].path])) {
+			main_map = i;
+			break;
+		}
+	for (size_t i = 0, id = 2; i < p->nmaps; i++)
+		p->maps[i].id = i == main_map ? 1 : (uint32_t)id++;
+
+	struct sp_buf locs, funcs, maps;
+	sp_buf_init(&locs);
+	sp_buf_init(&funcs);
+	sp_buf_init(&maps);
+	for (size_t i = 0; i < p->nlocs && !p->oom; i++) {
+		const struct location *l = &p->locs[i];
+		const struct sp_fold_frame *phys = &v->frames[l->frames[0]];
+		pb_u64(&sub, LOCATION_ID, i + 1);
+		pb_u64(&sub, LOCATION_MAPPING_ID, l->mapping ? p->maps[l->mapping - 1].id : 0);
+		pb_u64(&sub, LOCATION_ADDRESS, phys->addr);
+		/* Lines innermost first: the physical frame, the caller, is last. */
+		for (size_t k = l->n; k-- > 0;) {
+			const struct sp_fold_frame *fr = &v->frames[l->frames[k]];
+			pb_u64(&tmp, LINE_FUNCTION_ID, function_of(p, fr));
+			pb_u64(&tmp, LINE_LINE, fr->line);
+			pb_msg(&sub, LOCATION_LINE, &tmp);
+		}
+		pb_msg(&locs, PROFILE_LOCATION, &sub);
+	}
+	for (size_t i = 0; i < p->nfuncs && !p->oom; i++) {
+		pb_u64(&sub, FUNCTION_ID, i + 1);
+		pb_u64(&sub, FUNCTION_NAME, p->funcs[i].name);
+		pb_u64(&sub, FUNCTION_SYSTEM_NAME, p->funcs[i].name);
+		pb_u64(&sub, FUNCTION_FILENAME, p->funcs[i].file);
+		pb_msg(&funcs, PROFILE_FUNCTION, &sub);
+	}
+	for (size_t n = 0; n < p->nmaps && !p->oom; n++) {
+		/* In id order. */
+		size_t i = n == 0 ? main_map : n <= main_map ? n - 1 : n;
+		const struct mapping *m = &p->maps[i];
+		char hex[2 * 64 + 1] = "";
+		for (int k = 0; k < m->first->build_id_len && k < 64; k++)
+			snprintf(hex + 2 * k, 3, "%02x", m->first->build_id[k]);
+		/* memory_start and memory_limit stay 0: the view keeps no load addresses. */
+		pb_u64(&sub, MAPPING_ID, m->id);
+		pb_u64(&sub, MAPPING_FILENAME, m->path);
+		pb_u64(&sub, MAPPING_BUILD_ID, str_id(p, hex));
+		pb_u64(&sub, MAPPING_HAS_FUNCTIONS, m->functions);
+		pb_u64(&sub, MAPPING_HAS_FILENAMES, m->filenames);
+		pb_u64(&sub, MAPPING_HAS_LINE_NUMBERS, m->lines);
+		pb_u64(&sub, MAPPING_HAS_INLINE_FRAMES, m->inlines);
+		pb_msg(&maps, PROFILE_MAPPING, &sub);
+	}
+
+	value_type(out, PROFILE_SAMPLE_TYPE, &tmp, s_samples, s_count);
+	value_type(out, PROFILE_SAMPLE_TYPE, &tmp, s_cpu, s_ns);
+	add_buf(out, &samples);
+	add_buf(out, &maps);
+	add_buf(out, &locs);
+	add_buf(out, &funcs);
+	add_buf(out, &p->table);
+	pb_u64(out, PROFILE_TIME_NANOS, v->wall_start_ns);
+	pb_u64(out, PROFILE_DURATION_NANOS, v->end_ns > v->start_ns ? v->end_ns - v->start_ns : 0);
+	value_type(out, PROFILE_PERIOD_TYPE, &tmp, s_cpu, s_ns);
+	pb_u64(out, PROFILE_PERIOD, v->sample_period_ns);
+	/* The value pprof shows unless told otherwise: what sp-fold weighs by. */
+	pb_u64(out, PROFILE_DEFAULT_SAMPLE_TYPE, v->weight_period ? s_cpu : s_samples);
+	p->oom |= samples.oom || maps.oom || locs.oom || funcs.oom || p->table.oom || tmp.oom ||
+		  sub.oom;
+	sp_buf_release(&samples);
+	sp_buf_release(&maps);
+	sp_buf_release(&locs);
+	sp_buf_release(&funcs);
+	sp_buf_release(&tmp);
+	sp_buf_release(&sub);
+}
+
+/*
+ * Writes p[0..n) gzip-compressed.  Returns 0, or -1 with a message in err
+ * when zlib fails; a failed write stops it and leaves ferror(out) set.
+ */
+static int write_gzip(const void *p, size_t n, FILE *out, char *err, size_t errlen)
+{
+	z_stream zs;
+	memset(&zs, 0, sizeof(zs));
+	/* 16 + MAX_WBITS: a gzip wrapper, not zlib's own. */
+	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		snprintf(err, errlen, "cannot compress the profile: %s",
+			 zs.msg ? zs.msg : "deflateInit2 failed");
+		return -1;
+	}
+	unsigned char chunk[65536];
+	const unsigned char *in = p;
+	size_t left = n;
+	int zrc;
+	do {
+		/* avail_in is 32 bits wide: feed at most 1 GiB at a time. */
+		if (zs.avail_in == 0 && left) {
+			size_t k = left > (1u << 30) ? (1u << 30) : left;
+			zs.next_in = (unsigned char *)in;
+			zs.avail_in = (uInt)k;
+			in += k;
+			left -= k;
+		}
+		zs.next_out = chunk;
+		zs.avail_out = sizeof(chunk);
+		zrc = deflate(&zs, left ? Z_NO_FLUSH : Z_FINISH);
+		if (zrc == Z_STREAM_ERROR) {
+			snprintf(err, errlen, "cannot compress the profile: %s",
+				 zs.msg ? zs.msg : "deflate failed");
+			deflateEnd(&zs);
+			return -1;
+		}
+		size_t have = sizeof(chunk) - zs.avail_out;
+		/* A write error is the caller's to report, from ferror(out). */
+		if (have && fwrite(chunk, 1, have, out) != have)
+			break;
+	} while (zrc != Z_STREAM_END);
+	deflateEnd(&zs);
+	return 0;
+}
 
 int sp_fold_write_pprof(const struct sp_fold_view *v, FILE *out, char *err, size_t errlen)
 {
-	(void)v;
-	(void)out;
-	snprintf(err, errlen, "the pprof format is not available yet");
-	return -1;
+	struct pp p = { .v = v };
+	struct sp_buf body;
+	sp_buf_init(&body);
+	sp_buf_init(&p.table);
+	sp_buf_init(&p.clean);
+	encode(&p, &body);
+	int rc = 0;
+	if (p.oom || body.oom) {
+		snprintf(err, errlen, "out of memory");
+		rc = -1;
+	} else {
+		rc = write_gzip(body.p, body.len, out, err, errlen);
+	}
+	for (size_t i = 0; i < p.nstrs; i++)
+		free(p.strs[i]);
+	free(p.strs);
+	free(p.maps);
+	free(p.funcs);
+	free(p.locs);
+	ht_release(&p.sidx);
+	ht_release(&p.midx);
+	ht_release(&p.fidx);
+	ht_release(&p.lidx);
+	sp_buf_release(&p.table);
+	sp_buf_release(&p.clean);
+	sp_buf_release(&body);
+	return rc;
 }

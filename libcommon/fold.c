@@ -718,8 +718,11 @@ int sp_fold_record(struct sp_fold *f, const struct sp_record *rec)
 	case SP_R_PROCESS:
 	case SP_R_EXEC:
 		sp_map_u64(m, "pid", &pid);
-		if (sp_map_str(m, "comm", &s, &n))
+		if (sp_map_str(m, "comm", &s, &n)) {
 			set_comm(&f->procs, &f->nprocs, (uint32_t)pid, s, n);
+			/* The main thread takes the new program's name too. */
+			set_comm(&f->tcomms, &f->ntcomms, (uint32_t)pid, s, n);
+		}
 		if (!f->have_start && sp_map_u64(m, "time", &t)) {
 			f->seg_start = t;
 			f->have_start = true;
