@@ -103,15 +103,17 @@ static void build_symtab(struct sp_elfsym *e)
 		 */
 		GElf_Shdr sh;
 		Elf_Scn *scn = elf && shndx && shndx < SHN_LORESERVE ? elf_getscn(elf, shndx) : NULL;
-		if (sym.st_size == 0 && scn && gelf_getshdr(scn, &sh) &&
-		    sh.sh_addr + bias + sh.sh_size > addr)
-			sym.st_size = sh.sh_addr + bias + sh.sh_size - addr;
+		uint64_t limit = sym.st_size == 0 && scn && gelf_getshdr(scn, &sh) ?
+				 sh.sh_addr + bias + sh.sh_size : 0;
 		/* glibc's internal aliases (__GI_x) stand beside the public name. */
 		if (strncmp(name, "__GI_", 5) == 0)
 			continue;
 		/* A versioned name (memcpy@GLIBC_2.14) is shown without its version. */
 		size_t len = strcspn(name, "@");
-		sp_symtab_add(&e->syms, addr, sym.st_size, name, len);
+		if (limit)
+			sp_symtab_add_limited(&e->syms, addr, limit, name, len);
+		else
+			sp_symtab_add(&e->syms, addr, sym.st_size, name, len);
 	}
 	sp_symtab_finish(&e->syms);
 	/* Where the names come from: a full symbol table, or only .dynsym. */

@@ -168,34 +168,6 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
 
 #define FNV_SEED 1469598103934665603ull
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-	size_t k;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		k = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		k = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		k = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n < k)
-		return 0;
-	for (size_t i = 1; i < k; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return k;
-}
 
 struct mapping {
 	uint32_t path;			/* string index */
@@ -287,7 +259,7 @@ static uint32_t str_id(struct pp *p, const char *s)
 	p->clean.len = 0;
 	size_t n = strlen(s);
 	for (size_t i = 0; i < n;) {
-		size_t k = utf8_len((const unsigned char *)s + i, n - i);
+		size_t k = sp_utf8_len((const unsigned char *)s + i, n - i);
 		if (k) {
 			sp_buf_add(&p->clean, s + i, k);
 			i += k;

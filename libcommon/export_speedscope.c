@@ -9,35 +9,8 @@
 #include <string.h>
 
 #include "fold.h"
+#include "json.h"
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not one. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-	size_t k;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		k = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		k = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		k = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n < k)
-		return 0;
-	for (size_t i = 1; i < k; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return k;
-}
 
 /*
  * A JSON string: quotes, backslashes and control characters escaped, and
@@ -65,7 +38,7 @@ static void json_string(FILE *out, const char *s)
 			}
 			i++;
 		} else {
-			size_t k = utf8_len(p + i, n - i);
+			size_t k = sp_utf8_len(p + i, n - i);
 			if (k) {
 				fwrite(p + i, 1, k, out);
 				i += k;

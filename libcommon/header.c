@@ -57,6 +57,17 @@ void sp_pack_host(msgpack_packer *pk)
 	sp_pack_kv_u64(pk, "anchor_realtime_ns", rt);
 }
 
+bool sp_header_same_boot(const msgpack_object *hdr)
+{
+	const msgpack_object *host = sp_map_get(hdr, "host");
+	const char *b;
+	size_t n;
+	char mine[64];
+	read_line("/proc/sys/kernel/random/boot_id", mine, sizeof(mine));
+	return host && sp_map_str(host, "boot_id", &b, &n) && n == strlen(mine) && n > 0 &&
+	       memcmp(b, mine, n) == 0;
+}
+
 void sp_pack_tool(msgpack_packer *pk, const char *name, int argc, char **argv)
 {
 	msgpack_pack_map(pk, 3);

@@ -5,6 +5,7 @@
 #ifndef SP_HEADER_H
 #define SP_HEADER_H
 
+#include <stdbool.h>
 #include <msgpack.h>
 
 #include "record.h"
@@ -31,5 +32,12 @@ void sp_pack_tool(msgpack_packer *pk, const char *name, int argc, char **argv);
 void sp_pack_derived_header(msgpack_packer *pk, const msgpack_object *in,
 			    enum sp_stage stage, const char *tool,
 			    int argc, char **argv);
+
+/*
+ * Whether a header was written on this host in this boot (its host's
+ * boot_id is this machine's): then /proc/kallsyms and this process's vDSO
+ * are the recording's own.
+ */
+bool sp_header_same_boot(const msgpack_object *hdr);
 
 #endif

@@ -86,8 +86,7 @@ static void add_base64(struct sp_buf *b, const unsigned char *p, size_t n)
 	b->p[b->len] = '\0';
 }
 
-/* Length of the valid UTF-8 sequence at p, or 0 when it is not valid. */
-static size_t utf8_len(const unsigned char *p, size_t n)
+size_t sp_utf8_len(const unsigned char *p, size_t n)
 {
 	unsigned char c = p[0];
 	size_t k;
@@ -122,7 +121,7 @@ static size_t utf8_len(const unsigned char *p, size_t n)
 static bool valid_utf8(const unsigned char *p, size_t n)
 {
 	for (size_t i = 0; i < n;) {
-		size_t k = utf8_len(p + i, n - i);
+		size_t k = sp_utf8_len(p + i, n - i);
 		if (!k)
 			return false;
 		i += k;

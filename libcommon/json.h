@@ -27,6 +27,13 @@ void sp_buf_adds(struct sp_buf *b, const char *s);
  */
 int sp_json_render(const msgpack_object *o, struct sp_buf *b);
 
+/*
+ * Length of the valid UTF-8 sequence at p (n bytes available), or 0 when
+ * it is not one: overlong forms, surrogates and values past U+10FFFF are
+ * not valid.
+ */
+size_t sp_utf8_len(const unsigned char *p, size_t n);
+
 /* The deepest JSON nesting sp_json_parse() accepts. */
 #define SP_JSON_MAX_DEPTH 64
 

@@ -80,6 +80,36 @@ int sp_proc_stat(pid_t pid, struct sp_proc_stat *st)
 	return 0;
 }
 
+int sp_proc_maps_parse_line(char *line, size_t len, struct sp_proc_map *m)
+{
+	if (len > 0 && line[len - 1] == '\n')
+		line[--len] = '\0';
+	char perms[8];
+	unsigned long long start, end, off, ino;
+	int pathpos = 0;
+	memset(m, 0, sizeof(*m));
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms,
+		   &off, &m->maj, &m->min, &ino, &pathpos) < 7)
+		return -1;
+	m->start = start;
+	m->end = end;
+	m->pgoff = off;
+	m->ino = ino;
+	m->prot = (perms[0] == 'r' ? PROT_READ : 0) |
+		  (perms[1] == 'w' ? PROT_WRITE : 0) |
+		  (perms[2] == 'x' ? PROT_EXEC : 0);
+	m->shared = perms[3] == 's';
+	char *p = pathpos ? line + pathpos : line + len;
+	static const char del[] = " (deleted)";
+	size_t pl = strlen(p), dl = sizeof(del) - 1;
+	if (pl > dl && strcmp(p + pl - dl, del) == 0) {
+		p[pl - dl] = '\0';
+		m->deleted = true;
+	}
+	m->path = p;
+	return 0;
+}
+
 int sp_proc_maps(pid_t pid, int (*fn)(const struct sp_proc_map *m, void *arg),
 		 void *arg)
 {
@@ -93,32 +123,9 @@ int sp_proc_maps(pid_t pid, int (*fn)(const struct sp_proc_map *m, void *arg),
 	ssize_t n;
 	int rc = 0;
 	while ((n = getline(&line, &cap, f)) > 0) {
-		if (line[n - 1] == '\n')
-			line[--n] = '\0';
 		struct sp_proc_map m;
-		char perms[8];
-		unsigned long long start, end, off, ino;
-		int pathpos = 0;
-		memset(&m, 0, sizeof(m));
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms,
-			   &off, &m.maj, &m.min, &ino, &pathpos) < 7)
+		if (sp_proc_maps_parse_line(line, (size_t)n, &m) < 0)
 			continue;
-		m.start = start;
-		m.end = end;
-		m.pgoff = off;
-		m.ino = ino;
-		m.prot = (perms[0] == 'r' ? PROT_READ : 0) |
-			 (perms[1] == 'w' ? PROT_WRITE : 0) |
-			 (perms[2] == 'x' ? PROT_EXEC : 0);
-		m.shared = perms[3] == 's';
-		char *p = pathpos ? line + pathpos : line + n;
-		static const char del[] = " (deleted)";
-		size_t pl = strlen(p), dl = sizeof(del) - 1;
-		if (pl > dl && strcmp(p + pl - dl, del) == 0) {
-			p[pl - dl] = '\0';
-			m.deleted = true;
-		}
-		m.path = p;
 		if ((rc = fn(&m, arg)) != 0)
 			break;
 	}

@@ -34,6 +34,14 @@ struct sp_proc_map {
 };
 
 /*
+ * Parses one line of /proc/PID/maps: len bytes at line, followed by a NUL
+ * (what getline() gives); a final newline is removed.  The line is
+ * changed in place and m->path points into it.  Returns 0, or -1 for a
+ * malformed line.
+ */
+int sp_proc_maps_parse_line(char *line, size_t len, struct sp_proc_map *m);
+
+/*
  * Calls fn for every mapping of pid, in address order, stopping when fn
  * returns nonzero.  The map and its path are valid only during the call.
  */

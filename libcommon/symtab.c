@@ -59,9 +59,18 @@ int sp_symtab_add(struct sp_symtab *t, uint64_t start, uint64_t size,
 	const char *s = store(t, name, namelen);
 	if (!s)
 		return -1;
-	t->v[t->n] = (struct sp_sym){ start, size ? start + size : 0, s, (uint32_t)t->n };
+	t->v[t->n] = (struct sp_sym){ start, size ? start + size : 0, s, (uint32_t)t->n, 0 };
 	t->n++;
 	t->sorted = false;
+	return 0;
+}
+
+int sp_symtab_add_limited(struct sp_symtab *t, uint64_t start, uint64_t limit,
+			  const char *name, size_t namelen)
+{
+	if (sp_symtab_add(t, start, 0, name, namelen) < 0)
+		return -1;
+	t->v[t->n - 1].limit = limit;
 	return 0;
 }
 
@@ -84,6 +93,8 @@ void sp_symtab_finish(struct sp_symtab *t)
 			while (j < t->n && t->v[j].start == t->v[i].start)
 				j++;
 			t->v[i].end = j < t->n ? t->v[j].start : t->v[i].start + 1;
+			if (t->v[i].limit > t->v[i].start && t->v[i].end > t->v[i].limit)
+				t->v[i].end = t->v[i].limit;
 		}
 	t->sorted = true;
 }

@@ -13,6 +13,7 @@ struct sp_sym {
 	uint64_t start, end;	/* [start, end); end is start + size, or the next start */
 	const char *name;	/* into the table's string storage */
 	uint32_t order;		/* insertion order: a later symbol wins an overlap */
+	uint64_t limit;		/* for a symbol without a size: where it ends at most */
 };
 
 struct sp_symtab {
@@ -32,6 +33,10 @@ void sp_symtab_release(struct sp_symtab *t);
  */
 int sp_symtab_add(struct sp_symtab *t, uint64_t start, uint64_t size,
 		  const char *name, size_t namelen);
+
+/* The same, for a symbol without a size that cannot reach past limit. */
+int sp_symtab_add_limited(struct sp_symtab *t, uint64_t start, uint64_t limit,
+			  const char *name, size_t namelen);
 
 /* Sorts the table; sizes of 0 become the distance to the next symbol. */
 void sp_symtab_finish(struct sp_symtab *t);

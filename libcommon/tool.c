@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stream.h"
 #include "tool.h"
 
 const char *sp_progname = "stackpulse";
@@ -123,4 +124,21 @@ int sp_open_output(const char *path, bool binary)
 		sp_die(SP_EXIT_USAGE, "refusing to write a binary stream to a terminal; "
 		       "redirect it to a file or a pipe, or use -o FILE");
 	return fd;
+}
+
+int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
+			const char *done)
+{
+	if (read_status == SP_READ_ERROR) {
+		sp_warn("'%s': %s", name, sp_reader_error(r));
+		return SP_EXIT_PARTIAL;
+	}
+	if (read_status == SP_READ_END && sp_reader_records(r) > 0 && !sp_reader_saw_summary(r)) {
+		sp_warn("'%s': stream ends without a summary record after %llu records: it was "
+			"cut short%s%s", name, (unsigned long long)sp_reader_records(r),
+			done ? "; everything before the cut was " : ", and its counts are lower bounds",
+			done ? done : "");
+		return SP_EXIT_PARTIAL;
+	}
+	return SP_EXIT_OK;
 }

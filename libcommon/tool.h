@@ -72,4 +72,15 @@ int sp_open_input(const char *path);
  */
 int sp_open_output(const char *path, bool binary);
 
+struct sp_reader;
+
+/*
+ * Reports how a tool's input ended: a read error (with its byte offset
+ * and record), or a stream without its summary (cut short; done says
+ * what happened to the records before the cut, e.g. "unwound").
+ * Returns SP_EXIT_PARTIAL for either, else SP_EXIT_OK.
+ */
+int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
+			const char *done);
+
 #endif

@@ -278,16 +278,8 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 		if (last)
 			break;
 	}
-	if (st == SP_READ_ERROR) {
-		sp_warn("'%s': %s", name, sp_reader_error(r));
+	if (sp_report_input_end(r, st, name, NULL) != SP_EXIT_OK && status == SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
-	} else if (st == SP_READ_END && sp_reader_records(r) > 0 &&
-		   !sp_reader_saw_summary(r)) {
-		sp_warn("'%s': stream ends without a summary record after %llu records: "
-			"it was cut short, and its counts are lower bounds", name,
-			(unsigned long long)sp_reader_records(r));
-		status = SP_EXIT_PARTIAL;
-	}
 	ps_reset(&ps);
 	sp_buf_release(&line);
 	sp_reader_free(r);

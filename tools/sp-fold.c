@@ -201,15 +201,8 @@ int main(int argc, char **argv)
 			break;
 		}
 	}
-	if (rs == SP_READ_ERROR) {
-		sp_warn("'%s': %s", input ? input : "-", sp_reader_error(r));
+	if (sp_report_input_end(r, rs, input ? input : "-", "folded") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
-	} else if (rs == SP_READ_END && sp_reader_records(r) > 0 && !sp_reader_saw_summary(r)) {
-		sp_warn("'%s': stream ends without a summary record after %llu records: it was "
-			"cut short; the stacks before the cut are folded", input ? input : "-",
-			(unsigned long long)sp_reader_records(r));
-		status = SP_EXIT_PARTIAL;
-	}
 	if (sp_fold_write(f, out) < 0) {
 		sp_warn("%s", sp_fold_error(f));
 		status = SP_EXIT_FATAL;

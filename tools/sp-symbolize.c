@@ -699,21 +699,6 @@ static void write_counters(struct state *st)
 			"/proc/kallsyms") : "none");
 }
 
-static bool same_boot(const msgpack_object *hdr)
-{
-	const msgpack_object *host = sp_map_get(hdr, "host");
-	const char *b;
-	size_t n;
-	char mine[64] = "";
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	if (f) {
-		if (fgets(mine, sizeof(mine), f))
-			mine[strcspn(mine, "\n")] = '\0';
-		fclose(f);
-	}
-	return host && sp_map_str(host, "boot_id", &b, &n) && n == strlen(mine) && n > 0 &&
-	       memcmp(b, mine, n) == 0;
-}
 
 static void parse_perf_maps_for(struct options *o, const char *arg)
 {
@@ -882,7 +867,7 @@ int main(int argc, char **argv)
 				goto done;
 			}
 			reset_segment(&st);
-			bool boot = same_boot(rec.map);
+			bool boot = sp_header_same_boot(rec.map);
 			if (!o->kallsyms && boot != st.this_boot) {
 				/* The default source depends on the segment's boot. */
 				sp_symtab_release(&st.ksyms);
@@ -919,15 +904,8 @@ int main(int argc, char **argv)
 		if (sp_writer_failed(st.w))
 			break;
 	}
-	if (rs == SP_READ_ERROR) {
-		sp_warn("'%s': %s", input ? input : "-", sp_reader_error(r));
+	if (sp_report_input_end(r, rs, input ? input : "-", "symbolized") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
-	} else if (rs == SP_READ_END && sp_reader_records(r) > 0 && !sp_reader_saw_summary(r)) {
-		sp_warn("'%s': stream ends without a summary record after %llu records: "
-			"it was cut short; everything before the cut was symbolized",
-			input ? input : "-", (unsigned long long)sp_reader_records(r));
-		status = SP_EXIT_PARTIAL;
-	}
 done:
 	if (sp_writer_close(st.w) < 0) {
 		sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));

@@ -394,22 +394,6 @@ static void write_summary(struct state *st, const msgpack_object *m)
 	}
 }
 
-/* Whether a header was written on this host in this boot. */
-static bool same_boot(const msgpack_object *hdr)
-{
-	const msgpack_object *host = sp_map_get(hdr, "host");
-	const char *b;
-	size_t n;
-	char mine[64] = "";
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
-	if (f) {
-		if (fgets(mine, sizeof(mine), f))
-			mine[strcspn(mine, "\n")] = '\0';
-		fclose(f);
-	}
-	return host && sp_map_str(host, "boot_id", &b, &n) && n == strlen(mine) && n > 0 &&
-	       memcmp(b, mine, n) == 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -509,7 +493,7 @@ int main(int argc, char **argv)
 			}
 			reset_segment(&st);
 			sp_unwinder_free(st.u);
-			st.uo.this_host = same_boot(rec.map);
+			st.uo.this_host = sp_header_same_boot(rec.map);
 			st.u = sp_unwinder_new(&st.uo);
 			if (!st.u)
 				sp_die(SP_EXIT_FATAL, "out of memory");
@@ -541,15 +525,8 @@ int main(int argc, char **argv)
 				break;
 		}
 	}
-	if (rs == SP_READ_ERROR) {
-		sp_warn("'%s': %s", input ? input : "-", sp_reader_error(r));
+	if (sp_report_input_end(r, rs, input ? input : "-", "unwound") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
-	} else if (rs == SP_READ_END && sp_reader_records(r) > 0 && !sp_reader_saw_summary(r)) {
-		sp_warn("'%s': stream ends without a summary record after %llu records: "
-			"it was cut short; everything before the cut was unwound",
-			input ? input : "-", (unsigned long long)sp_reader_records(r));
-		status = SP_EXIT_PARTIAL;
-	}
 done:
 	if (sp_writer_close(st.w) < 0) {
 		sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
