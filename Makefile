@@ -86,7 +86,8 @@ san: deps
 # libFuzzer harnesses, linked with the library sources built by clang.
 $(BUILD)/fuzz/%: fuzz/%.c $(LIB_SRC) $(wildcard libcommon/*.h)
 	@mkdir -p $(dir $@)
-	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	clang -std=gnu11 -g -O1 -D_GNU_SOURCE -DSP_VERSION='"$(VERSION)"' \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-Ilibcommon $(PKG_CFLAGS) -o $@ $< $(LIB_SRC) $(PKG_LIBS) -liberty -lm
 
 fuzz-build: deps $(FUZZERS)
