@@ -6,6 +6,7 @@
 #   make demo       install missing packages, build, profile a workload
 #   make san        the same build with AddressSanitizer + UBSan
 #   make fuzz       run every fuzz harness for FUZZ_TIME seconds each
+#   make bench      measure stackpulse against perf (scripts/bench)
 #   make install    PREFIX (default /usr/local) and DESTDIR honoured
 
 PREFIX ?= /usr/local
@@ -47,7 +48,7 @@ MAN5 := $(BUILD)/man/sp-stream.5
 FUZZ_SRC := $(wildcard fuzz/fuzz-*.c)
 FUZZERS := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 
-.PHONY: all deps check test demo san fuzz fuzz-build install clean
+.PHONY: all deps check test demo bench san fuzz fuzz-build install clean
 
 all: $(TOOL_BIN) $(WORKLOADS) $(MAN5)
 
@@ -109,6 +110,10 @@ test: all
 
 demo: deps all
 	scripts/demo $(BUILD)
+
+# The benchmark against perf (BENCH_ARGS=--quick for a short run).
+bench: deps all
+	BUILD=$(BUILD) scripts/bench $(BENCH_ARGS)
 
 install: $(TOOL_BIN) $(MAN5)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
