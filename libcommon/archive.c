@@ -86,9 +86,15 @@ static int open_mapped(pid_t pid, uint64_t start, uint64_t end, const char *path
 {
 	char mf[128];
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
-	int fd = open(mf, O_RDONLY | O_CLOEXEC);
+	int fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat sb;
+	if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
 	return fd;
 }
 
@@ -104,7 +110,7 @@ int sp_archive_content_id(pid_t pid, uint64_t start, uint64_t end, const char *p
 }
 
 /* Copies fd's contents to dst through a temporary file and a rename. */
-static int copy_to(struct sp_archive *a, int fd, const char *dst)
+static int copy_to(struct sp_archive *a, int fd, const char *dst, mode_t mode)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp%d", dst, (int)getpid());
@@ -112,7 +118,7 @@ static int copy_to(struct sp_archive *a, int fd, const char *dst)
 		return fail(a, "cannot create the directories of '%s': %s", dst, strerror(errno));
 	/* A fresh file: a planted symlink or file under that name is not written through. */
 	unlink(tmp);
-	int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (out < 0)
 		return fail(a, "cannot create '%s': %s", tmp, strerror(errno));
 	char buf[65536];
@@ -160,30 +166,37 @@ int sp_archive_module(struct sp_archive *a, pid_t pid, uint64_t start, uint64_t 
 		close(fd);
 		return fail(a, "'%s' is not the file that was mapped (its identity differs)", path);
 	}
-	int rc = copy_to(a, fd, dst);
+	int rc = copy_to(a, fd, dst, 0644);
 	close(fd);
 	if (rc < 0)
 		return -1;
 	/* Its separate debug file, when one is installed here. */
 	char dbg[4096], dbgdst[4200];
 	sp_build_id_path_in("/usr/lib/debug", id, idlen, ".debug", dbg, sizeof(dbg));
-	int dfd = content ? -1 : open(dbg, O_RDONLY | O_CLOEXEC);
+	int dfd = content ? -1 : open(dbg, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (dfd >= 0) {
 		snprintf(dbgdst, sizeof(dbgdst), "%s.debug", dst);
-		*debug = copy_to(a, dfd, dbgdst) == 0;
+		*debug = copy_to(a, dfd, dbgdst, 0644) == 0;
 		close(dfd);
 	}
 	return 1;
 }
 
-int sp_archive_copy(struct sp_archive *a, const char *src, const char *rel)
+int sp_archive_copy(struct sp_archive *a, const char *src, const char *rel, mode_t mode,
+		    bool owner_check, uid_t uid)
 {
-	int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return fail(a, "cannot read '%s': %s", src, strerror(errno));
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
+	    (owner_check && ((sb.st_uid != 0 && sb.st_uid != uid) || (sb.st_mode & S_IWOTH)))) {
+		close(fd);
+		return fail(a, "'%s' is not a regular file of root or the process's user", src);
+	}
 	char dst[4096];
 	snprintf(dst, sizeof(dst), "%s/%s", a->dir, rel);
-	int rc = copy_to(a, fd, dst);
+	int rc = copy_to(a, fd, dst, mode);
 	close(fd);
 	return rc;
 }

@@ -39,7 +39,13 @@ int sp_archive_module(struct sp_archive *a, pid_t pid, uint64_t start, uint64_t 
 int sp_archive_content_id(pid_t pid, uint64_t start, uint64_t end, const char *path,
 			  unsigned char out[20]);
 
-/* Copies src to rel inside the archive (perf maps, kallsyms). 0 or -1. */
-int sp_archive_copy(struct sp_archive *a, const char *src, const char *rel);
+/*
+ * Copies src to rel inside the archive (perf maps, kallsyms), with mode.
+ * src must be a regular file reached without a symlink; with owner_check
+ * it must also belong to root or uid and not be writable by every user
+ * (the trust rules of perf maps).  Returns 0 or -1.
+ */
+int sp_archive_copy(struct sp_archive *a, const char *src, const char *rel, mode_t mode,
+		    bool owner_check, uid_t uid);
 
 #endif

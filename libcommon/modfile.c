@@ -1,5 +1,6 @@
 /* Finding module files (see modfile.h). */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,6 +25,8 @@ int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
 {
 	size_t ncand = s->ndirs + 1 + (s->root && bidlen > 0);
 	*mismatch = false;
+	if (bidlen <= 0 && !s->trust_unidentified)
+		return -1;
 	for (size_t c = 0; c < ncand; c++) {
 		char cand[4096];
 		if (c < s->ndirs) {
@@ -35,7 +38,12 @@ int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
 		} else {
 			snprintf(cand, sizeof(cand), "%s", path);
 		}
-		int fd = open(cand, O_RDONLY | O_CLOEXEC);
+		int fd = open(cand, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct stat sb;
+		if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
+			close(fd);
+			fd = -1;
+		}
 		if (fd < 0)
 			continue;
 		unsigned char id[SP_BUILD_ID_MAX];

@@ -13,6 +13,12 @@ struct sp_modfile_search {
 	const char *const *dirs;	/* build-id layout: DIR/.build-id/xx/rest */
 	size_t ndirs;
 	const char *root;		/* recorded paths are under it; NULL: / */
+	/*
+	 * Whether a module recorded without any identity may be used as
+	 * found: only for a stream of this host and boot, where the file at
+	 * the path is most likely the one that was mapped.
+	 */
+	bool trust_unidentified;
 };
 
 /*
@@ -21,6 +27,8 @@ struct sp_modfile_search {
  * root + path, and path itself when root is set and a build-id can vouch
  * for it.  With content set, bid is not a build-id but the SHA-1 of the
  * whole file (the identity of a file without one).
+ * Only regular files are used (a FIFO or a device named by a stream is
+ * skipped without blocking).
  * Returns an open fd and the path used in found, or -1: then
  * *mismatch says whether a candidate existed with another build-id.
  */

@@ -82,6 +82,7 @@ struct proc {
 	bool cpython;
 	bool alive;
 	uint64_t start_key;	/* start_time of its process record, or its fork's time */
+	uid_t uid;		/* its owner, for the trust rules of its perf map */
 };
 
 struct target {
@@ -1152,6 +1153,7 @@ int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 		p->alive = true;
 		p->cpython = false;
 		p->start_key = st.start_ns;
+		p->uid = st.uid;
 	}
 	char exe[4096];
 	struct synth_ctx c = { r, pid, t, NULL };
@@ -1216,6 +1218,7 @@ int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child)
 		p->alive = true;
 		p->cpython = false;
 		p->start_key = st.start_ns;
+		p->uid = getuid();
 	}
 	pack_runtime(r, pid, t, false, "none");
 	size_t n = 0;
@@ -1582,6 +1585,8 @@ static void handle_task(struct sp_recorder *r, const unsigned char *rec, size_t 
 			p->cpython = cpy;
 			p->alive = true;
 			p->start_key = t.time;
+			parent = proc_get(r, (pid_t)t.ppid, false);	/* the table may have moved */
+			p->uid = parent ? parent->uid : getuid();
 		}
 		pack_runtime(r, (pid_t)t.pid, t.time, cpy, cpy ? "parent" : "none");
 	}
@@ -1769,6 +1774,19 @@ int sp_recorder_refresh_threads(struct sp_recorder *r)
 	return 0;
 }
 
+/* Whether /proc/kallsyms shows real addresses to this process. */
+static bool kallsyms_has_addresses(void)
+{
+	FILE *f = fopen("/proc/kallsyms", "re");
+	char line[256];
+	bool real = false;
+	for (int i = 0; f && !real && i < 64 && fgets(line, sizeof(line), f); i++)
+		real = strspn(line, "0") < 16;
+	if (f)
+		fclose(f);
+	return real;
+}
+
 int sp_recorder_finish(struct sp_recorder *r)
 {
 	if (r->finished)
@@ -1816,13 +1834,16 @@ int sp_recorder_finish(struct sp_recorder *r)
 				continue;
 			snprintf(rel, sizeof(rel), "perf-maps/perf-%d-%" PRIu64 ".map", (int)p->pid,
 				 p->start_key);
-			if (sp_archive_copy(r->o.archive, src, rel) < 0)
+			if (sp_archive_copy(r->o.archive, src, rel, 0644, true, p->uid) < 0)
 				r->errors[SP_E_ARCHIVE_FAILED]++;
 			else
 				pack_archive(r, end, "perf-map", rel, src, NULL, 0, false, false,
 					     p->pid, p->start_key);
 		}
-		if (sp_archive_copy(r->o.archive, "/proc/kallsyms", "kallsyms") < 0)
+		/* Kernel addresses are private; without privilege they read as zero. */
+		if (!kallsyms_has_addresses())
+			r->errors[SP_E_ARCHIVE_FAILED]++;
+		else if (sp_archive_copy(r->o.archive, "/proc/kallsyms", "kallsyms", 0600, false, 0) < 0)
 			r->errors[SP_E_ARCHIVE_FAILED]++;
 		else
 			pack_archive(r, end, "kallsyms", "kallsyms", "/proc/kallsyms", NULL, 0,

@@ -198,7 +198,8 @@ static struct modstate *resolve(struct sp_unwinder *u, struct sp_object *obj)
 		}
 		return ms;
 	}
-	struct sp_modfile_search search = { u->o.module_dirs, u->o.nmodule_dirs, u->o.root };
+	struct sp_modfile_search search = { u->o.module_dirs, u->o.nmodule_dirs, u->o.root,
+					    u->o.this_host };
 	char found[4096];
 	bool mismatch;
 	int fd = sp_modfile_open(&search, obj->path, obj->build_id, obj->build_id_len,

@@ -127,10 +127,17 @@ local_fold() {
 	port=$((20000 + RANDOM % 20000))
 	debuginfod -F "$A" -p "$port" -d "$BATS_TEST_TMPDIR/db.sqlite" > "$BATS_TEST_TMPDIR/dlog" 2>&1 &
 	DPID=$!
-	bid=$(readelf -n "$W/spin.gone" | awk '/Build ID/ { print $3 }')
-	for i in $(seq 100); do
-		curl -sf -o /dev/null "http://127.0.0.1:$port/buildid/$bid/executable" && break
-		sleep 0.1
+	# Wait for the first scan to finish: every archived file served.
+	# (A client that asks too early remembers the miss for minutes.)
+	for f in $(cd "$A/.build-id" && ls */*); do
+		id=${f%.debug}
+		id=${id/\//}
+		what=executable
+		[ "$f" = "${f%.debug}" ] || what=debuginfo
+		for i in $(seq 300); do
+			curl -sf -o /dev/null "http://127.0.0.1:$port/buildid/$id/$what" && break
+			sleep 0.1
+		done
 	done
 	DEBUGINFOD_URLS="http://127.0.0.1:$port" DEBUGINFOD_CACHE_PATH="$BATS_TEST_TMPDIR/cache" \
 		sp-symbolize --kallsyms none --debug-dir /nonexistent "$R.unw" | sp-fold > "$BATS_TEST_TMPDIR/f"

@@ -74,6 +74,7 @@ struct options {
 	struct sp_elfsym_options eo;
 	const char *perf_map_dir;
 	const char *archive;	/* perf maps there are named perf-PID-START.map */
+	bool kallsyms_archived;	/* kallsyms is the archive's: a bad one is not fatal */
 	enum perfmaps_mode pm;
 	uint32_t *pm_pids;
 	size_t npm_pids;
@@ -269,8 +270,10 @@ static struct perfmap *perfmap_get(struct state *st, uint32_t pid, bool reload_i
 	for (size_t i = 0; i < st->nprocs; i++)
 		if (st->procs[i].pid == pid && st->procs[i].have_uid)
 			owner_ok = st->procs[i].uid;
-	if (!S_ISREG(sb.st_mode) || (!st->o.force_perf_maps &&
-	    ((sb.st_uid != 0 && sb.st_uid != owner_ok) || (sb.st_mode & S_IWOTH)))) {
+	/* An archived map was checked when it was kept; its copier owns it now. */
+	bool archived = st->o.archive && strncmp(path, st->o.archive, strlen(st->o.archive)) == 0;
+	bool owner = sb.st_uid == 0 || sb.st_uid == owner_ok || (archived && sb.st_uid == geteuid());
+	if (!S_ISREG(sb.st_mode) || (!st->o.force_perf_maps && (!owner || (sb.st_mode & S_IWOTH)))) {
 		close(fd);
 		if (!m->refused)
 			sp_warn("refusing '%s': %s", path,
@@ -371,7 +374,7 @@ static void kallsyms_load(struct state *st)
 	int rc = sp_kallsyms_load(path, &st->ksyms, err, sizeof(err));
 	if (rc == 0)
 		st->kstate = 1;
-	else if (st->o.kallsyms)
+	else if (st->o.kallsyms && !st->o.kallsyms_archived)
 		sp_die(SP_EXIT_FATAL, "%s", err);
 	else
 		sp_warn("kernel frames stay addresses: %s", err);
@@ -808,8 +811,10 @@ int main(int argc, char **argv)
 	char archived_kallsyms[4096];
 	if (o->archive && !o->kallsyms) {
 		snprintf(archived_kallsyms, sizeof(archived_kallsyms), "%s/kallsyms", o->archive);
-		if (access(archived_kallsyms, R_OK) == 0)
+		if (access(archived_kallsyms, R_OK) == 0) {
 			o->kallsyms = archived_kallsyms;
+			o->kallsyms_archived = true;
+		}
 	}
 	o->search.dirs = mdirs;
 	o->search.ndirs = nmdirs;
@@ -875,6 +880,7 @@ int main(int argc, char **argv)
 				st.kstate = 0;
 			}
 			st.this_boot = boot;
+			o->search.trust_unidentified = boot;
 			sp_pack_derived_header(sp_writer_packer(st.w), rec.map, SP_STAGE_SYMBOLIZED,
 					       "sp-symbolize", argc, argv);
 			break;
