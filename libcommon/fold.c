@@ -894,7 +894,7 @@ static int write_folded(struct sp_fold *f, FILE *out, bool (*keep_count)(const s
 		ix.idx[j] = (uint32_t)++n;
 		ix.n++;
 	}
-	if (rc == 0) {
+	if (rc == 0 && n > 0) {
 		qsort(lines, n, sizeof(*lines), cmp_fline);
 		for (size_t i = 0; i < n; i++)
 			fprintf(out, "%s %llu\n", lines[i].text, (unsigned long long)lines[i].count);

@@ -914,9 +914,12 @@ int main(int argc, char **argv)
 				if (st.procs[j].pid == st.threads[i].pid)
 					snprintf(st.threads[i].comm, sizeof(st.threads[i].comm), "%s",
 						 st.procs[j].comm);
-	qsort(st.procs, st.nprocs, sizeof(*st.procs), cmp_count);
-	qsort(st.threads, st.nthreads, sizeof(*st.threads), cmp_count);
-	qsort(st.mods, st.nmods, sizeof(*st.mods), cmp_mod);
+	if (st.nprocs)
+		qsort(st.procs, st.nprocs, sizeof(*st.procs), cmp_count);
+	if (st.nthreads)
+		qsort(st.threads, st.nthreads, sizeof(*st.threads), cmp_count);
+	if (st.nmods)
+		qsort(st.mods, st.nmods, sizeof(*st.mods), cmp_mod);
 	struct advice adv[16];
 	size_t na = diagnose(&st, adv);
 	if (json)
