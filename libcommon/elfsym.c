@@ -146,10 +146,19 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 		sp_elfsym_free(e);
 		return NULL;
 	}
+	/*
+	 * libdwfl owns fd only once it has reported the module: when it
+	 * fails, fd is still ours to close.  It is handed ELF only, as a
+	 * compressed file would be unpacked and fd closed by libdwfl itself.
+	 */
+	Elf *probe = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	bool is_elf = probe && elf_kind(probe) == ELF_K_ELF;
+	elf_end(probe);
 	/* At address 0, so that dwfl's addresses are the ELF's own. */
-	e->mod = dwfl_report_elf(e->dwfl, path, path, fd, 0, false);
+	e->mod = is_elf ? dwfl_report_elf(e->dwfl, path, path, fd, 0, false) : NULL;
 	dwfl_report_end(e->dwfl, NULL, NULL);
 	if (!e->mod) {
+		close(fd);
 		sp_elfsym_free(e);
 		return NULL;
 	}

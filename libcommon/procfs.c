@@ -84,7 +84,7 @@ int sp_proc_maps_parse_line(char *line, size_t len, struct sp_proc_map *m)
 {
 	if (len > 0 && line[len - 1] == '\n')
 		line[--len] = '\0';
-	char perms[8];
+	char perms[8] = "";	/* a short field reads as "-" beyond its end */
 	unsigned long long start, end, off, ino;
 	int pathpos = 0;
 	memset(m, 0, sizeof(*m));

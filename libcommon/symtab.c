@@ -141,7 +141,8 @@ int sp_kallsyms_load(const char *path, struct sp_symtab *t, char *err, size_t er
 			continue;
 		char type = end[1];
 		const char *name = end + 3;
-		if (end[2] != ' ')
+		/* No type: end[2] would lie past the string, or past line itself. */
+		if (type == '\0' || end[2] != ' ')
 			continue;
 		size_t nl = strcspn(name, " \t\n");
 		lines++;
