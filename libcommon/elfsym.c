@@ -3,12 +3,15 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <libiberty/demangle.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "elfsym.h"
+#include "modfile.h"
 #include "symtab.h"
 
 struct cached {
@@ -183,11 +186,115 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	free(e);
 }
 
+/*
+ * Writes the ELF file src to dst with every compressed section inflated.
+ * Returns 1 when written, 0 when src had nothing compressed, -1 on failure.
+ */
+static int write_inflated(const char *src, const char *dst)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	Elf *ie = in >= 0 ? elf_begin(in, ELF_C_READ, NULL) : NULL;
+	int rc = -1, out = -1;
+	Elf *oe = NULL;
+	char tmp[4200];
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", dst, (int)getpid());
+	if (!ie || elf_kind(ie) != ELF_K_ELF)
+		goto done;
+	bool any = false;
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(ie, scn));) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED)) {
+			if (elf_compress(scn, 0, 0) < 0)
+				goto done;
+			any = true;
+		}
+	}
+	if (!any) {
+		rc = 0;
+		goto done;
+	}
+	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	oe = out >= 0 ? elf_begin(out, ELF_C_WRITE, NULL) : NULL;
+	GElf_Ehdr eh;
+	size_t nph = 0, shstrndx;
+	if (!oe || !gelf_getehdr(ie, &eh) || !gelf_newehdr(oe, gelf_getclass(ie)) ||
+	    !gelf_update_ehdr(oe, &eh) || elf_getphdrnum(ie, &nph) != 0 ||
+	    elf_getshdrstrndx(ie, &shstrndx) != 0 || shstrndx >= SHN_LORESERVE)
+		goto done;
+	if (nph && !gelf_newphdr(oe, nph))
+		goto done;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(ie, (int)i, &ph) || !gelf_update_phdr(oe, (int)i, &ph))
+			goto done;
+	}
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(ie, scn));) {
+		Elf_Scn *os = elf_newscn(oe);
+		GElf_Shdr sh;
+		if (!os || !gelf_getshdr(scn, &sh))
+			goto done;
+		for (Elf_Data *d = NULL; (d = elf_getdata(scn, d));) {
+			Elf_Data *od = elf_newdata(os);
+			if (!od)
+				goto done;
+			*od = *d;
+		}
+		if (!gelf_update_shdr(os, &sh))
+			goto done;
+	}
+	/* Program headers of a debug file describe no file contents: libelf lays out. */
+	if (elf_update(oe, ELF_C_WRITE) < 0)
+		goto done;
+	rc = 1;
+done:
+	if (oe)
+		elf_end(oe);
+	if (out >= 0 && close(out) < 0)
+		rc = -1;
+	if (rc == 1 && rename(tmp, dst) < 0)
+		rc = -1;
+	if (rc != 1)
+		unlink(tmp);
+	if (ie)
+		elf_end(ie);
+	if (in >= 0)
+		close(in);
+	return rc;
+}
+
+/* Keeps an inflated copy of the module's compressed debug file, once. */
+static void cache_debug_file(struct sp_elfsym *e)
+{
+	const char *debugfile = NULL, *mainfile = NULL;
+	const unsigned char *bid;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(e->mod, &bid, &vaddr);
+	dwfl_module_info(e->mod, NULL, NULL, NULL, NULL, NULL, &mainfile, &debugfile);
+	if (!e->o.cache_dir || n < 2 || !debugfile || (mainfile && strcmp(mainfile, debugfile) == 0) ||
+	    strncmp(debugfile, e->o.cache_dir, strlen(e->o.cache_dir)) == 0)
+		return;
+	char dst[4096], dir[4096];
+	sp_build_id_path_in(e->o.cache_dir, bid, n, ".debug", dst, sizeof(dst));
+	if (access(dst, F_OK) == 0)
+		return;
+	snprintf(dir, sizeof(dir), "%s/.build-id/%02x", e->o.cache_dir, bid[0]);
+	char *slash = dir;
+	while ((slash = strchr(slash + 1, '/'))) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+		*slash = '/';
+	}
+	mkdir(dir, 0755);
+	write_inflated(debugfile, dst);
+}
+
 bool sp_elfsym_has_debuginfo(struct sp_elfsym *e)
 {
 	if (!e->tried_dwarf) {
 		e->tried_dwarf = true;
 		e->dw = dwfl_module_getdwarf(e->mod, &e->bias);
+		if (e->dw)
+			cache_debug_file(e);
 	}
 	return e->dw != NULL;
 }

@@ -15,6 +15,13 @@
 struct sp_elfsym_options {
 	const char *debuginfo_path;	/* libdwfl's search path, e.g. "-:.debug:/usr/lib/debug" */
 	bool inline_frames, lines, demangle;
+	/*
+	 * A directory in build-id layout where a separate debug file with
+	 * compressed sections is kept decompressed, so that later runs need
+	 * not inflate it again; it should come first in debuginfo_path.
+	 * NULL: none.
+	 */
+	const char *cache_dir;
 };
 
 struct sp_inline {

@@ -202,3 +202,25 @@ setup() {
 		timeout 60 sp-symbolize --debug-dir /nonexistent -o "$S.3" "$S.unw"
 	[ $(( $(date +%s) - start )) -lt 30 ]
 }
+
+@test "compressed debug files are kept inflated in the cache, and give the same names" {
+	symbolized "$S" "$WORKLOADS/spin" 0.3
+	compressed=0
+	for f in /usr/lib/debug/.build-id/*/*.debug; do
+		[ -e "$f" ] || continue
+		readelf -S -W "$f" 2>/dev/null | grep -q ' C ' && compressed=1 && break
+	done
+	sp-symbolize -o "$S.1" "$S.unw"
+	sp-symbolize -o "$S.2" "$S.unw"
+	diff <(sp-cat "$S.1" | tail -n +2) <(sp-cat "$S.2" | tail -n +2)
+	if [ $compressed = 1 ]; then
+		[ "$(find "$XDG_CACHE_HOME/stackpulse" -name '*.debug' | wc -l)" -gt 0 ]
+		for f in $(find "$XDG_CACHE_HOME/stackpulse" -name '*.debug'); do
+			! readelf -S -W "$f" | grep -q ' C '
+		done
+	fi
+	rm -rf "$XDG_CACHE_HOME"
+	sp-symbolize --no-cache -o "$S.3" "$S.unw"
+	[ ! -d "$XDG_CACHE_HOME/stackpulse" ] || [ -z "$(find "$XDG_CACHE_HOME/stackpulse" -type f)" ]
+	diff <(sp-cat "$S.1" | tail -n +2) <(sp-cat "$S.3" | tail -n +2)
+}

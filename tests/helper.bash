@@ -9,6 +9,9 @@ WORKLOADS=$SP_BUILD/workloads
 VECTORS=$TOP/format/vectors
 PATH=$BIN:$PATH
 export PATH
+# Each test starts without sp-symbolize's cache of inflated debug files.
+XDG_CACHE_HOME=$BATS_TEST_TMPDIR/cache
+export XDG_CACHE_HOME
 
 # sps_from_json FILE.jsonl OUT.sps: builds a stream from JSON lines.
 sps_from_json() {

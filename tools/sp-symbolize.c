@@ -51,6 +51,8 @@ static void usage(void)
 	       "      --no-inline           no inline frames\n"
 	       "      --no-lines            no source files and lines\n"
 	       "      --no-demangle         keep C++ and Rust names mangled\n"
+	       "      --no-cache            do not keep inflated copies of compressed debug files\n"
+	       "                            (in $XDG_CACHE_HOME/stackpulse or ~/.cache/stackpulse)\n"
 	       "      --max-record BYTES    largest input record accepted (default %u)\n"
 	       "  -h, --help                show this help\n"
 	       "  -V, --version             show the version\n"
@@ -731,7 +733,7 @@ int main(int argc, char **argv)
 {
 	enum { KALLSYMS = 256, ROOT, MODULE_DIR, ARCHIVE, DEBUG_DIR, NO_DEBUGINFOD, PERF_MAP_DIR,
 	       PERF_MAPS_FOR, NO_PERF_MAPS, FORCE_PERF_MAPS, NO_INLINE, NO_LINES,
-	       NO_DEMANGLE, MAX_RECORD };
+	       NO_DEMANGLE, MAX_RECORD, NO_CACHE };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "kallsyms", required_argument, NULL, KALLSYMS },
@@ -747,6 +749,7 @@ int main(int argc, char **argv)
 		{ "no-inline", no_argument, NULL, NO_INLINE },
 		{ "no-lines", no_argument, NULL, NO_LINES },
 		{ "no-demangle", no_argument, NULL, NO_DEMANGLE },
+		{ "no-cache", no_argument, NULL, NO_CACHE },
 		{ "max-record", required_argument, NULL, MAX_RECORD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -757,7 +760,7 @@ int main(int argc, char **argv)
 	const char *output = NULL;
 	const char **mdirs = NULL, **ddirs = NULL;
 	size_t nmdirs = 0, nddirs = 0, max_record = SP_DEFAULT_MAX_RECORD;
-	bool no_debuginfod = false;
+	bool no_debuginfod = false, no_cache = false;
 	uint64_t v;
 	int c;
 
@@ -793,6 +796,7 @@ int main(int argc, char **argv)
 		case NO_INLINE: o->eo.inline_frames = false; break;
 		case NO_LINES: o->eo.lines = false; break;
 		case NO_DEMANGLE: o->eo.demangle = false; break;
+		case NO_CACHE: no_cache = true; break;
 		case MAX_RECORD:
 			if (sp_parse_u64(optarg, 1u << 30, &v) < 0 || v < 64)
 				sp_usage_error("invalid --max-record '%s'", optarg);
@@ -819,12 +823,36 @@ int main(int argc, char **argv)
 	o->search.dirs = mdirs;
 	o->search.ndirs = nmdirs;
 
+	/*
+	 * The cache of inflated debug files: $XDG_CACHE_HOME/stackpulse or
+	 * ~/.cache/stackpulse, searched first.
+	 */
+	char cache[4096] = "";
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	if (!no_cache && xdg && *xdg)
+		snprintf(cache, sizeof(cache), "%s/stackpulse", xdg);
+	else if (!no_cache && home && *home)
+		snprintf(cache, sizeof(cache), "%s/.cache/stackpulse", home);
+	if (cache[0]) {
+		char parent[4096];
+		snprintf(parent, sizeof(parent), "%.4000s", cache);
+		*strrchr(parent, '/') = '\0';
+		mkdir(parent, 0755);
+		if (mkdir(cache, 0755) < 0 && errno != EEXIST)
+			cache[0] = '\0';
+	}
+	o->eo.cache_dir = cache[0] ? cache : NULL;
+
 	/* libdwfl's debug-file search path: "-" (no CRC check), .debug, the dirs. */
-	size_t plen = 32;
+	size_t plen = 32 + strlen(cache);
 	for (size_t i = 0; i < nddirs; i++)
 		plen += strlen(ddirs[i]) + 1;
 	char *dpath = sp_xmalloc(plen);
 	strcpy(dpath, "-:.debug");
+	if (cache[0]) {
+		strcat(dpath, ":");
+		strcat(dpath, cache);
+	}
 	for (size_t i = 0; i < nddirs; i++) {
 		strcat(dpath, ":");
 		strcat(dpath, ddirs[i]);
