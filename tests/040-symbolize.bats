@@ -224,3 +224,18 @@ setup() {
 	[ ! -d "$XDG_CACHE_HOME/stackpulse" ] || [ -z "$(find "$XDG_CACHE_HOME/stackpulse" -type f)" ]
 	diff <(sp-cat "$S.1" | tail -n +2) <(sp-cat "$S.3" | tail -n +2)
 }
+
+@test "MiniDebugInfo (.gnu_debugdata) names the functions of a stripped binary" {
+	w=$BATS_TEST_TMPDIR/w
+	mkdir -p "$w"
+	# Fedora's way: the symbols alone, xz-compressed, in a section of the stripped file.
+	objcopy --only-keep-debug --remove-section='.debug_*' --remove-section=.comment "$WORKLOADS/spin" "$w/mini"
+	xz -f "$w/mini"
+	strip -s -o "$w/stripped" "$WORKLOADS/spin"
+	objcopy --add-section .gnu_debugdata="$w/mini.xz" "$w/stripped" "$w/spin"
+	sp-capture -q -o "$S.raw" -- "$w/spin" 0.3
+	sp-unwind -o "$S.unw" "$S.raw"
+	sp-symbolize --debug-dir /nonexistent -o "$S" "$S.unw"
+	frames "$S" | grep -q '^stage_c|[^|]*|symtab|'
+	frames "$S" | grep -q '^leaf_compute|'
+}
