@@ -70,11 +70,11 @@ $(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB)
 # Test workloads: -O2 without frame pointers, so stacks need DWARF CFI.
 $(BUILD)/workloads/%: tests/workloads/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -O2 -g -fomit-frame-pointer -pthread -o $@ $< -lm
+	$(CC) -O2 -g -fomit-frame-pointer -fdebug-prefix-map=$(CURDIR)=. -pthread -o $@ $< -lm
 
 $(BUILD)/workloads/%: tests/workloads/%.cpp
 	@mkdir -p $(dir $@)
-	$(CXX) -O2 -g -fomit-frame-pointer -pthread -o $@ $<
+	$(CXX) -O2 -g -fomit-frame-pointer -fdebug-prefix-map=$(CURDIR)=. -pthread -o $@ $<
 
 # sp-stream(5) is generated from the format's one source, format/sp-stream.md.
 $(MAN5): format/sp-stream.md scripts/md2man

@@ -26,7 +26,7 @@ lines() {
 # A Python of version 3.12 or later (which has -X perf), from pyenv.
 python312() {
 	local d v best=
-	for d in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3 /root/.pyenv/versions/3.*/bin/python3; do
+	for d in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3; do
 		[ -x "$d" ] || continue
 		v=$("$d" -c 'import sys; print(sys.version_info >= (3, 12))' 2>/dev/null)
 		[ "$v" = True ] && best=$d
