@@ -68,7 +68,7 @@ $(BUILD)/bin/%: $(BUILD)/tools/%.o $(LIB)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -liberty -lm
 
 # Test workloads: -O2 without frame pointers, so stacks need DWARF CFI.
-$(BUILD)/workloads/%: tests/workloads/%.c
+$(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/workload.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fomit-frame-pointer -fdebug-prefix-map=$(CURDIR)=. -pthread -o $@ $< -lm
 

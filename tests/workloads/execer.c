@@ -14,37 +14,35 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-/*
- * The functions of the asserted call chain are never inlined, and on GCC
- * also never cloned or folded together by interprocedural passes, which
- * would rename them (exec_spin.isra.0).
- */
-#ifdef __clang__
-#define STACK_FN __attribute__((noinline))
-#else
-#define STACK_FN __attribute__((noinline, noipa))
-#endif
 
 /* Arithmetic steps between two looks at the clock, some 20 microseconds. */
 #define SPIN_STEPS 10000
 #define MAX_EXECS 100000
 
 static const char *progname = "execer";
+#define SYNOPSIS "N [SECONDS]"
+
+#include "workload.h"
+
+/*
+ * Prints the help for -h on stdout.  The defaults it states are those
+ * main() starts from.
+ */
+static void usage(void)
+{
+	usage_line(stdout);
+	printf("Spin for SECONDS/(N+1) seconds (SECONDS defaults to 2), then, if\n"
+	       "N is above 0, exec this program again with N-1 and the seconds\n"
+	       "that remain.  N is 0 to %d.\n"
+	       "\n"
+	       "  -h  show this help\n",
+	       MAX_EXECS);
+}
 
 /* Written with the result, so the spin is not dead code. */
 static volatile double sink;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Spins until the deadline. */
 STACK_FN void exec_spin(double deadline)
@@ -56,61 +54,6 @@ STACK_FN void exec_spin(double deadline)
 	}
 	sink = x;
 	__asm__ volatile("" ::: "memory");
-}
-
-/* Parses a decimal number of seconds; returns 0, or -1 when s is not one. */
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= 0) || v > 1e6)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Parses a whole decimal count in [min, max]; returns 0 or -1. */
-static int parse_count(const char *s, long min, long max, long *out)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*end || errno || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-#define SYNOPSIS "N [SECONDS]"
-
-static void usage(void)
-{
-	printf("Usage: %s " SYNOPSIS "\n"
-	       "Spin for SECONDS/(N+1) seconds (SECONDS defaults to 2), then, if\n"
-	       "N is above 0, exec this program again with N-1 and the seconds\n"
-	       "that remain.  N is 0 to %d.\n"
-	       "\n"
-	       "  -h  show this help\n",
-	       progname, MAX_EXECS);
-}
-
-/* Says what is wrong with arg, if anything, and exits with status 3. */
-static _Noreturn void usage_error(const char *what, const char *arg)
-{
-	if (what)
-		fprintf(stderr, "%s: %s '%s'\n", progname, what, arg);
-	fprintf(stderr, "Usage: %s " SYNOPSIS "\n", progname);
-	exit(3);
-}
-
-/* The same for an option that getopt() rejected. */
-static _Noreturn void option_error(const char *what, int opt)
-{
-	char name[3] = { '-', (char)opt, '\0' };
-	usage_error(what, name);
 }
 
 /*
@@ -130,20 +73,15 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
-		case ':':
-			option_error("missing value for option", optopt);
 		default:
-			option_error("unknown option", optopt);
+			option_error(c);
 		}
 	}
 	if (optind == argc)
 		usage_error(NULL, NULL);
 	if (parse_count(argv[optind], 0, MAX_EXECS, &n))
 		usage_error("bad number of execs", argv[optind]);
-	if (argc - optind > 2)
-		usage_error("unexpected argument", argv[optind + 2]);
-	if (optind + 1 < argc && parse_seconds(argv[optind + 1], &seconds))
-		usage_error("bad number of seconds", argv[optind + 1]);
+	seconds_operand(argc, argv, optind + 1, &seconds);
 
 	double slice = seconds / (n + 1);
 	exec_spin(now() + slice);

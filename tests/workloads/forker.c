@@ -16,19 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-/*
- * The functions of the asserted call chain are never inlined, and on GCC
- * also never cloned or folded together by interprocedural passes, which
- * would rename them (child_spin.isra.0) or merge two into one symbol.
- */
-#ifdef __clang__
-#define STACK_FN __attribute__((noinline))
-#else
-#define STACK_FN __attribute__((noinline, noipa))
-#endif
 
 /* The shortest life of a child, in seconds. */
 #define MIN_CHILD_SECONDS 0.02
@@ -37,16 +25,31 @@
 #define MAX_CHILDREN 100000
 
 static const char *progname = "forker";
+#define SYNOPSIS "[-n CHILDREN] [-v] [SECONDS]"
+
+#include "workload.h"
+
+/*
+ * Prints the help for -h on stdout.  The defaults it states are those
+ * main() starts from.
+ */
+static void usage(void)
+{
+	usage_line(stdout);
+	printf("Fork CHILDREN children (default 50) one after another over\n"
+	       "about SECONDS seconds (default 2).  Each child spins for\n"
+	       "SECONDS/CHILDREN seconds, at least %g, and exits; the parent\n"
+	       "spins for half that while it waits.\n"
+	       "\n"
+	       "  -n CHILDREN  number of children, 0 to %d\n"
+	       "  -v           print each child's pid, one a line, and at the\n"
+	       "               end 'children=N'\n"
+	       "  -h           show this help\n",
+	       MIN_CHILD_SECONDS, MAX_CHILDREN);
+}
 
 /* Written with every result, so no spin is dead code. */
 static volatile double sink;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* A fixed amount of dependent floating-point work. */
 STACK_FN double child_spin(double x)
@@ -81,65 +84,6 @@ STACK_FN void parent_work(double seconds)
 	__asm__ volatile("" ::: "memory");
 }
 
-/* Parses a decimal number of seconds; returns 0, or -1 when s is not one. */
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= 0) || v > 1e6)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Parses a whole decimal count in [min, max]; returns 0 or -1. */
-static int parse_count(const char *s, long min, long max, long *out)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*end || errno || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-#define SYNOPSIS "[-n CHILDREN] [-v] [SECONDS]"
-
-static void usage(void)
-{
-	printf("Usage: %s " SYNOPSIS "\n"
-	       "Fork CHILDREN children (default 50) one after another over\n"
-	       "about SECONDS seconds (default 2).  Each child spins for\n"
-	       "SECONDS/CHILDREN seconds, at least %g, and exits; the parent\n"
-	       "spins for half that while it waits.\n"
-	       "\n"
-	       "  -n CHILDREN  number of children, 0 to %d\n"
-	       "  -v           print each child's pid, one a line, and at the\n"
-	       "               end 'children=N'\n"
-	       "  -h           show this help\n",
-	       progname, MIN_CHILD_SECONDS, MAX_CHILDREN);
-}
-
-/* Says what is wrong with arg, if anything, and exits with status 3. */
-static _Noreturn void usage_error(const char *what, const char *arg)
-{
-	if (what)
-		fprintf(stderr, "%s: %s '%s'\n", progname, what, arg);
-	fprintf(stderr, "Usage: %s " SYNOPSIS "\n", progname);
-	exit(3);
-}
-
-/* The same for an option that getopt() rejected. */
-static _Noreturn void option_error(const char *what, int opt)
-{
-	char name[3] = { '-', (char)opt, '\0' };
-	usage_error(what, name);
-}
-
 /*
  * Forks a number of short-lived CPU-bound children one after another,
  * spinning in the parent while each one runs and reaping it before the
@@ -166,16 +110,11 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
-		case ':':
-			option_error("missing value for option", optopt);
 		default:
-			option_error("unknown option", optopt);
+			option_error(c);
 		}
 	}
-	if (argc - optind > 1)
-		usage_error("unexpected argument", argv[optind + 1]);
-	if (optind < argc && parse_seconds(argv[optind], &seconds))
-		usage_error("bad number of seconds", argv[optind]);
+	seconds_operand(argc, argv, optind, &seconds);
 
 	/* A reader of the pids sees each one as soon as its child exists. */
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -6,16 +6,10 @@
  * Usage: inlined [SECONDS]   (default 1)
  */
 #include <stdlib.h>
-#include <time.h>
+
+#include "workload.h"
 
 static volatile double sink;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static inline __attribute__((always_inline)) double inner_step(double x)
 {

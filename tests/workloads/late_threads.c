@@ -15,31 +15,40 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
-
-/*
- * The functions of the asserted call chain are never inlined, and on GCC
- * also never cloned or folded together by interprocedural passes, which
- * would rename them (late_spin.isra.0) or merge two into one symbol.
- */
-#ifdef __clang__
-#define STACK_FN __attribute__((noinline))
-#else
-#define STACK_FN __attribute__((noinline, noipa))
-#endif
 
 /* Arithmetic steps between two looks at the clock, some 20 microseconds. */
 #define SPIN_STEPS 10000
 #define MAX_THREADS 1024
 
 static const char *progname = "late_threads";
+#define SYNOPSIS "[-n THREADS] [-w DELAY] [-v] [SECONDS]"
+
+#include "workload.h"
+
+/*
+ * Prints the help for -h on stdout.  The defaults it states are those
+ * main() starts from.
+ */
+static void usage(void)
+{
+	usage_line(stdout);
+	printf("Spin in the main thread, start THREADS more threads (default 2)\n"
+	       "after DELAY seconds, and spin in all of them until SECONDS\n"
+	       "seconds (default 2) after the start.  DELAY defaults to 0.5, or\n"
+	       "to half of SECONDS when that is shorter.\n"
+	       "\n"
+	       "  -n THREADS  number of new threads, 0 to %d\n"
+	       "  -w DELAY    seconds before they start, at most SECONDS\n"
+	       "  -v          print the tid of each new thread, one a line\n"
+	       "  -h          show this help\n",
+	       MAX_THREADS);
+}
 
 /* The CLOCK_MONOTONIC second at which every thread stops. */
 static double end_time;
@@ -48,13 +57,6 @@ static int verbose;
 
 /* Written with every result, so no spin is dead code. */
 static volatile double sink;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* The main thread's spin, until the deadline. */
 STACK_FN void main_spin(double deadline)
@@ -92,65 +94,6 @@ STACK_FN void *late_start(void *arg)
 	return NULL;
 }
 
-/* Parses a decimal number of seconds; returns 0, or -1 when s is not one. */
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= 0) || v > 1e6)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Parses a whole decimal count in [min, max]; returns 0 or -1. */
-static int parse_count(const char *s, long min, long max, long *out)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*end || errno || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-#define SYNOPSIS "[-n THREADS] [-w DELAY] [-v] [SECONDS]"
-
-static void usage(void)
-{
-	printf("Usage: %s " SYNOPSIS "\n"
-	       "Spin in the main thread, start THREADS more threads (default 2)\n"
-	       "after DELAY seconds, and spin in all of them until SECONDS\n"
-	       "seconds (default 2) after the start.  DELAY defaults to 0.5, or\n"
-	       "to half of SECONDS when that is shorter.\n"
-	       "\n"
-	       "  -n THREADS  number of new threads, 0 to %d\n"
-	       "  -w DELAY    seconds before they start, at most SECONDS\n"
-	       "  -v          print the tid of each new thread, one a line\n"
-	       "  -h          show this help\n",
-	       progname, MAX_THREADS);
-}
-
-/* Says what is wrong with arg, if anything, and exits with status 3. */
-static _Noreturn void usage_error(const char *what, const char *arg)
-{
-	if (what)
-		fprintf(stderr, "%s: %s '%s'\n", progname, what, arg);
-	fprintf(stderr, "Usage: %s " SYNOPSIS "\n", progname);
-	exit(3);
-}
-
-/* The same for an option that getopt() rejected. */
-static _Noreturn void option_error(const char *what, int opt)
-{
-	char name[3] = { '-', (char)opt, '\0' };
-	usage_error(what, name);
-}
-
 /*
  * Spins in the main thread, starts more spinning threads after a delay,
  * and joins them all at the end, to test that a profiler follows threads
@@ -181,16 +124,11 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
-		case ':':
-			option_error("missing value for option", optopt);
 		default:
-			option_error("unknown option", optopt);
+			option_error(c);
 		}
 	}
-	if (argc - optind > 1)
-		usage_error("unexpected argument", argv[optind + 1]);
-	if (optind < argc && parse_seconds(argv[optind], &seconds))
-		usage_error("bad number of seconds", argv[optind]);
+	seconds_operand(argc, argv, optind, &seconds);
 	if (!delay_arg && delay > seconds / 2)
 		delay = seconds / 2;
 	if (delay > seconds)

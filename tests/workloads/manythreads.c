@@ -20,17 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-/*
- * The functions of the asserted call chain are never inlined, and on GCC
- * also never cloned or folded together by interprocedural passes, which
- * would rename them (thread_spin.isra.0) or merge two into one symbol.
- */
-#ifdef __clang__
-#define STACK_FN __attribute__((noinline))
-#else
-#define STACK_FN __attribute__((noinline, noipa))
-#endif
-
 /* Arithmetic steps between two looks at the clocks, some 20 microseconds. */
 #define SPIN_STEPS 10000
 /* The least CPU time each thread spins for, in seconds. */
@@ -40,6 +29,26 @@
 #define THREAD_STACK (256 * 1024)
 
 static const char *progname = "manythreads";
+#define SYNOPSIS "[-n THREADS] [SECONDS]"
+
+#include "workload.h"
+
+/*
+ * Prints the help for -h on stdout.  The defaults it states are those
+ * main() starts from.
+ */
+static void usage(void)
+{
+	usage_line(stdout);
+	printf("Start THREADS threads (default 200) that each spin for a share\n"
+	       "of the CPUs, at least %g CPU seconds, and sleep until SECONDS\n"
+	       "seconds (default 2) after the start; then join them all.  The\n"
+	       "run ends late if the CPUs are too busy for all the spins.\n"
+	       "\n"
+	       "  -n THREADS  number of threads, 1 to %d\n"
+	       "  -h          show this help\n",
+	       MIN_SPIN_SECONDS, MAX_THREADS);
+}
 
 /* CPU seconds each thread spins for. */
 static double spin_seconds;
@@ -57,13 +66,6 @@ static int gate_open;
 
 /* Written with every result, so no spin is dead code. */
 static volatile double sink;
-
-static double clock_seconds(clockid_t clock)
-{
-	struct timespec ts;
-	clock_gettime(clock, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /*
  * Spins until this thread has used the given CPU seconds.  It counts CPU
@@ -98,63 +100,6 @@ STACK_FN void *many_start(void *arg)
 	return NULL;
 }
 
-/* Parses a decimal number of seconds; returns 0, or -1 when s is not one. */
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= 0) || v > 1e6)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Parses a whole decimal count in [min, max]; returns 0 or -1. */
-static int parse_count(const char *s, long min, long max, long *out)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*end || errno || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-#define SYNOPSIS "[-n THREADS] [SECONDS]"
-
-static void usage(void)
-{
-	printf("Usage: %s " SYNOPSIS "\n"
-	       "Start THREADS threads (default 200) that each spin for a share\n"
-	       "of the CPUs, at least %g CPU seconds, and sleep until SECONDS\n"
-	       "seconds (default 2) after the start; then join them all.  The\n"
-	       "run ends late if the CPUs are too busy for all the spins.\n"
-	       "\n"
-	       "  -n THREADS  number of threads, 1 to %d\n"
-	       "  -h          show this help\n",
-	       progname, MIN_SPIN_SECONDS, MAX_THREADS);
-}
-
-/* Says what is wrong with arg, if anything, and exits with status 3. */
-static _Noreturn void usage_error(const char *what, const char *arg)
-{
-	if (what)
-		fprintf(stderr, "%s: %s '%s'\n", progname, what, arg);
-	fprintf(stderr, "Usage: %s " SYNOPSIS "\n", progname);
-	exit(3);
-}
-
-/* The same for an option that getopt() rejected. */
-static _Noreturn void option_error(const char *what, int opt)
-{
-	char name[3] = { '-', (char)opt, '\0' };
-	usage_error(what, name);
-}
-
 /*
  * Starts many threads that each spin briefly and then sleep until the
  * end, and joins them, to test a profiler with many threads at once.
@@ -179,16 +124,11 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
-		case ':':
-			option_error("missing value for option", optopt);
 		default:
-			option_error("unknown option", optopt);
+			option_error(c);
 		}
 	}
-	if (argc - optind > 1)
-		usage_error("unexpected argument", argv[optind + 1]);
-	if (optind < argc && parse_seconds(argv[optind], &seconds))
-		usage_error("bad number of seconds", argv[optind]);
+	seconds_operand(argc, argv, optind, &seconds);
 
 	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (ncpus < 1)

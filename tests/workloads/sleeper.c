@@ -10,24 +10,11 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/*
- * The functions of the asserted call chain are never inlined, and on GCC
- * also never cloned by interprocedural passes, which would rename them
- * (sleeper_tick.isra.0).
- */
-#ifdef __clang__
-#define STACK_FN __attribute__((noinline))
-#else
-#define STACK_FN __attribute__((noinline, noipa))
-#endif
 
 /* Arithmetic steps in one burst, some 200 microseconds of CPU. */
 #define TICK_STEPS 100000
@@ -35,6 +22,24 @@
 #define TICK_NS 10000000L
 
 static const char *progname = "sleeper";
+#define SYNOPSIS "[-p] [SECONDS]"
+
+#include "workload.h"
+
+/*
+ * Prints the help for -h on stdout.  The defaults it states are those
+ * main() starts from.
+ */
+static void usage(void)
+{
+	usage_line(stdout);
+	printf("Sleep for SECONDS seconds (default 2), waking every 10 ms for a\n"
+	       "short burst of CPU.  SIGTERM or SIGINT ends it early, with\n"
+	       "status 0.\n"
+	       "\n"
+	       "  -p  print the pid on standard output at the start\n"
+	       "  -h  show this help\n");
+}
 
 /* Set by SIGTERM or SIGINT: finish the loop and exit 0. */
 static volatile sig_atomic_t stop;
@@ -48,13 +53,6 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* One short burst of CPU. */
 STACK_FN double sleeper_tick(double x)
 {
@@ -62,48 +60,6 @@ STACK_FN double sleeper_tick(double x)
 		x = x * 1.0000001 + 1e-7;
 	__asm__ volatile("" ::: "memory");
 	return x;
-}
-
-/* Parses a decimal number of seconds; returns 0, or -1 when s is not one. */
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= 0) || v > 1e6)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-#define SYNOPSIS "[-p] [SECONDS]"
-
-static void usage(void)
-{
-	printf("Usage: %s " SYNOPSIS "\n"
-	       "Sleep for SECONDS seconds (default 2), waking every 10 ms for a\n"
-	       "short burst of CPU.  SIGTERM or SIGINT ends it early, with\n"
-	       "status 0.\n"
-	       "\n"
-	       "  -p  print the pid on standard output at the start\n"
-	       "  -h  show this help\n",
-	       progname);
-}
-
-/* Says what is wrong with arg, if anything, and exits with status 3. */
-static _Noreturn void usage_error(const char *what, const char *arg)
-{
-	if (what)
-		fprintf(stderr, "%s: %s '%s'\n", progname, what, arg);
-	fprintf(stderr, "Usage: %s " SYNOPSIS "\n", progname);
-	exit(3);
-}
-
-/* The same for an option that getopt() rejected. */
-static _Noreturn void option_error(const char *what, int opt)
-{
-	char name[3] = { '-', (char)opt, '\0' };
-	usage_error(what, name);
 }
 
 /*
@@ -126,16 +82,11 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
-		case ':':
-			option_error("missing value for option", optopt);
 		default:
-			option_error("unknown option", optopt);
+			option_error(c);
 		}
 	}
-	if (argc - optind > 1)
-		usage_error("unexpected argument", argv[optind + 1]);
-	if (optind < argc && parse_seconds(argv[optind], &seconds))
-		usage_error("bad number of seconds", argv[optind]);
+	seconds_operand(argc, argv, optind, &seconds);
 
 	/* No SA_RESTART: the signal cuts a nap short with EINTR. */
 	struct sigaction sa;

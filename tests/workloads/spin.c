@@ -22,19 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-/*
- * The functions of the asserted call chain are never inlined, and on GCC
- * also never cloned or folded together by interprocedural passes, which
- * would rename them (recurse.isra.0) or merge two of them into one symbol.
- */
-#ifdef __clang__
-#define STACK_FN __attribute__((noinline))
-#else
-#define STACK_FN __attribute__((noinline, noipa))
-#endif
 
 /* Levels of recurse() between stage_c and leaf_compute. */
 #define RECURSE_DEPTH 8
@@ -49,18 +37,30 @@ struct worker {
 };
 
 static const char *progname = "spin";
+#define SYNOPSIS "[-t THREADS] [-r] [SECONDS]"
+
+#include "workload.h"
+
+/*
+ * Prints the help for -h on stdout.  The defaults it states are those
+ * main() starts from.
+ */
+static void usage(void)
+{
+	usage_line(stdout);
+	printf("Run a CPU-bound call chain on THREADS threads (default 2, the\n"
+	       "main thread included) for SECONDS seconds (default 2).\n"
+	       "\n"
+	       "  -t THREADS  number of threads, 1 to %d\n"
+	       "  -r          print 'work_seconds=S iterations=N' at the end\n"
+	       "  -h          show this help\n",
+	       MAX_THREADS);
+}
 
 /* Read on every use, so the compiler can neither fold nor hoist cos(). */
 static volatile double leaf_input = 0.25;
 /* Written with every result, so no pass through the chain is dead code. */
 static volatile double sink;
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 STACK_FN double leaf_compute(unsigned calls)
 {
@@ -157,62 +157,6 @@ STACK_FN long run_workers(int nthreads, double seconds, double *elapsed)
 	return total;
 }
 
-/* Parses a decimal number of seconds; returns 0, or -1 when s is not one. */
-static int parse_seconds(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno || !(v >= 0) || v > 1e6)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* Parses a whole decimal count in [min, max]; returns 0 or -1. */
-static int parse_count(const char *s, long min, long max, long *out)
-{
-	char *end;
-	if (*s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (*end || errno || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-#define SYNOPSIS "[-t THREADS] [-r] [SECONDS]"
-
-static void usage(void)
-{
-	printf("Usage: %s " SYNOPSIS "\n"
-	       "Run a CPU-bound call chain on THREADS threads (default 2, the\n"
-	       "main thread included) for SECONDS seconds (default 2).\n"
-	       "\n"
-	       "  -t THREADS  number of threads, 1 to %d\n"
-	       "  -r          print 'work_seconds=S iterations=N' at the end\n"
-	       "  -h          show this help\n",
-	       progname, MAX_THREADS);
-}
-
-/* Says what is wrong with arg, if anything, and exits with status 3. */
-static _Noreturn void usage_error(const char *what, const char *arg)
-{
-	if (what)
-		fprintf(stderr, "%s: %s '%s'\n", progname, what, arg);
-	fprintf(stderr, "Usage: %s " SYNOPSIS "\n", progname);
-	exit(3);
-}
-
-/* The same for an option that getopt() rejected. */
-static _Noreturn void option_error(const char *what, int opt)
-{
-	char name[3] = { '-', (char)opt, '\0' };
-	usage_error(what, name);
-}
-
 /*
  * Runs the reference call chain on a number of threads for a number of
  * seconds.  With -r it reports the wall time of its own work loop and the
@@ -239,16 +183,11 @@ int main(int argc, char **argv)
 		case 'h':
 			usage();
 			return 0;
-		case ':':
-			option_error("missing value for option", optopt);
 		default:
-			option_error("unknown option", optopt);
+			option_error(c);
 		}
 	}
-	if (argc - optind > 1)
-		usage_error("unexpected argument", argv[optind + 1]);
-	if (optind < argc && parse_seconds(argv[optind], &seconds))
-		usage_error("bad number of seconds", argv[optind]);
+	seconds_operand(argc, argv, optind, &seconds);
 
 	double elapsed;
 	long iterations = run_workers(nthreads, seconds, &elapsed);
