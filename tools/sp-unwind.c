@@ -275,14 +275,16 @@ static void unwind_sample(struct state *st, const struct sp_record *rec, unsigne
 		}
 		if (total > c->cap) {
 			unsigned char *nb = sp_xmalloc(total);
-			memcpy(nb + uslen, c->buf + c->len - shared, shared);
+			if (shared)
+				memcpy(nb + uslen, c->buf + c->len - shared, shared);
 			free(c->buf);
 			c->buf = nb;
 			c->cap = total;
-		} else {
+		} else if (shared) {
 			memmove(c->buf + uslen, c->buf + c->len - shared, shared);
 		}
-		memcpy(c->buf, us, uslen);
+		if (uslen)
+			memcpy(c->buf, us, uslen);
 		c->len = total;
 	}
 
