@@ -443,7 +443,7 @@ static int intern_stack(struct sp_fold *f, const uint32_t *v, size_t n, uint32_t
 		for (size_t i = h & (f->sidx.cap - 1); f->sidx.idx[i]; i = (i + 1) & (f->sidx.cap - 1)) {
 			size_t k = f->sidx.idx[i] - 1;
 			if (f->sidx.h[i] == h && f->stacks[k].n == n &&
-			    memcmp(f->stack_arena.v + f->stack_off[k], v, n * sizeof(*v)) == 0) {
+			    (n == 0 || memcmp(f->stack_arena.v + f->stack_off[k], v, n * sizeof(*v)) == 0)) {
 				*out = (uint32_t)k;
 				return 0;
 			}

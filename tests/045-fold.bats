@@ -134,3 +134,18 @@ setup_file() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"needs a symbolized stream"* ]]
 }
+
+@test "a stack whose frames are all hidden folds to its process alone" {
+	{ sp-cat "$SHARED" | head -n 1
+	  echo '{"t":"process","pid":7,"comm":"x"}'
+	  echo '{"t":"frame","id":0,"addr":1,"origin":"symtab","name":"_start","flags":1}'
+	  echo '{"t":"symstack","id":0,"frames":[0]}'
+	  echo '{"t":"sample","pid":7,"tid":7,"time":1,"stack":0}'
+	  echo '{"t":"sample","pid":7,"tid":7,"time":2,"stack":0}'
+	  sp-cat -t summary "$SHARED"; } | sp-cat --from-json > "$S"
+	run sp-fold "$S"
+	[ "$status" -eq 0 ]
+	[ "$output" = "x 2" ]
+	run sp-fold --show-hidden "$S"
+	[ "$output" = "x;_start 2" ]
+}
