@@ -208,7 +208,7 @@ for smp in p["sample"]:
     ids = smp["location_id"]
     # The leaf first, main or the thread start last.
     names = [text(funcs[one(ln, "function_id")], "name") for i in ids for ln in locs[i]["line"]]
-    if "stage_a" in names and names.index("stage_a") < names.index("stage_c"):
+    if "stage_a" in names and "stage_c" in names and names.index("stage_a") < names.index("stage_c"):
         fail("stack not leaf first: %r" % names)
     leaves.add(names[0])
 if tot != [samples, period]:
