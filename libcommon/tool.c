@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "stream.h"
+#include "header.h"
 #include "tool.h"
 
 const char *sp_progname = "stackpulse";
@@ -86,6 +87,26 @@ char *sp_xstrdup(const char *s)
 	if (!p)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	return p;
+}
+
+size_t sp_parse_max_record(const char *arg)
+{
+	uint64_t v;
+	if (sp_parse_u64(arg, 1u << 30, &v) < 0 || v < 64)
+		sp_usage_error("invalid --max-record '%s' (64 to 1073741824)", arg);
+	return (size_t)v;
+}
+
+int sp_show_version(void)
+{
+	printf("%s %s\n", sp_progname, SP_VERSION);
+	return SP_EXIT_OK;
+}
+
+int sp_bad_option(void)
+{
+	fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
+	return SP_EXIT_USAGE;
 }
 
 int sp_parse_u64(const char *s, uint64_t max, uint64_t *out)

@@ -53,6 +53,15 @@ void *sp_xcalloc(size_t n, size_t size);
 void *sp_xrealloc(void *p, size_t n);
 char *sp_xstrdup(const char *s);
 
+/* --max-record BYTES: 64 to 1 GiB; a usage error otherwise. */
+size_t sp_parse_max_record(const char *arg);
+
+/* -V: prints "prog VERSION"; returns SP_EXIT_OK. */
+int sp_show_version(void);
+
+/* An unknown option (getopt has said which): the hint; returns SP_EXIT_USAGE. */
+int sp_bad_option(void);
+
 /*
  * Parses a whole string as an unsigned decimal number no larger than max.
  * Returns 0, or -1 for garbage, a sign, or a value out of range.

@@ -243,10 +243,9 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		case ARCHIVE: c->archive = optarg; break;
 		case 'q': c->quiet = true; break;
 		case 'h': usage(); exit(SP_EXIT_OK);
-		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); exit(SP_EXIT_OK);
+		case 'V': exit(sp_show_version());
 		default:
-			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
-			exit(SP_EXIT_USAGE);
+			exit(sp_bad_option());
 		}
 	}
 	if (optind < argc)

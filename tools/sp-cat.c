@@ -405,7 +405,6 @@ int main(int argc, char **argv)
 	};
 	struct options o = { .max_record = SP_DEFAULT_MAX_RECORD };
 	int c;
-	uint64_t v;
 
 	sp_tool_init(argv[0]);
 	while ((c = getopt_long(argc, argv, "jt:fo:hV", longopts, NULL)) != -1) {
@@ -427,16 +426,12 @@ int main(int argc, char **argv)
 			break;
 		case 'o': o.output = optarg; break;
 		case 'M':
-			if (sp_parse_u64(optarg, 1u << 30, &v) < 0 || v < 64)
-				sp_usage_error("invalid --max-record '%s' (64 to 1073741824)",
-					       optarg);
-			o.max_record = (size_t)v;
+			o.max_record = sp_parse_max_record(optarg);
 			break;
 		case 'h': usage(); return SP_EXIT_OK;
-		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		case 'V': return sp_show_version();
 		default:
-			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
-			return SP_EXIT_USAGE;
+			return sp_bad_option();
 		}
 	}
 	if (o.perf_script && (o.from_json || o.types))

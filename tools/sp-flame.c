@@ -1215,10 +1215,9 @@ int main(int argc, char **argv)
 		case 'r': o.reverse = true; break;
 		case 'd': o.diff = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
-		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		case 'V': return sp_show_version();
 		default:
-			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
-			return SP_EXIT_USAGE;
+			return sp_bad_option();
 		}
 	}
 	int nin = argc - optind;

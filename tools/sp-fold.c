@@ -151,10 +151,9 @@ int main(int argc, char **argv)
 		case TO: o.to = parse_seconds(optarg, "--to"); break;
 		case PER_THREAD: o.per_thread_dir = optarg; break;
 		case 'h': usage(); return SP_EXIT_OK;
-		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		case 'V': return sp_show_version();
 		default:
-			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
-			return SP_EXIT_USAGE;
+			return sp_bad_option();
 		}
 	}
 	if (argc - optind > 1)

@@ -865,10 +865,9 @@ int main(int argc, char **argv)
 		case MAX_ADDR: max_addr = parse_pct(optarg, "--max-address-only-pct"); break;
 		case SYSTEM: system_report = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
-		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		case 'V': return sp_show_version();
 		default:
-			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
-			return SP_EXIT_USAGE;
+			return sp_bad_option();
 		}
 	}
 	if (system_report && optind < argc)

@@ -761,7 +761,6 @@ int main(int argc, char **argv)
 	const char **mdirs = NULL, **ddirs = NULL;
 	size_t nmdirs = 0, nddirs = 0, max_record = SP_DEFAULT_MAX_RECORD;
 	bool no_debuginfod = false, no_cache = false;
-	uint64_t v;
 	int c;
 
 	sp_tool_init(argv[0]);
@@ -798,15 +797,12 @@ int main(int argc, char **argv)
 		case NO_DEMANGLE: o->eo.demangle = false; break;
 		case NO_CACHE: no_cache = true; break;
 		case MAX_RECORD:
-			if (sp_parse_u64(optarg, 1u << 30, &v) < 0 || v < 64)
-				sp_usage_error("invalid --max-record '%s'", optarg);
-			max_record = (size_t)v;
+			max_record = sp_parse_max_record(optarg);
 			break;
 		case 'h': usage(); return SP_EXIT_OK;
-		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		case 'V': return sp_show_version();
 		default:
-			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
-			return SP_EXIT_USAGE;
+			return sp_bad_option();
 		}
 	}
 	if (argc - optind > 1)

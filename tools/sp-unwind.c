@@ -439,15 +439,12 @@ int main(int argc, char **argv)
 			break;
 		case NO_FP: fp = false; break;
 		case MAX_RECORD:
-			if (sp_parse_u64(optarg, 1u << 30, &v) < 0 || v < 64)
-				sp_usage_error("invalid --max-record '%s'", optarg);
-			max_record = (size_t)v;
+			max_record = sp_parse_max_record(optarg);
 			break;
 		case 'h': usage(); return SP_EXIT_OK;
-		case 'V': printf("%s %s\n", sp_progname, SP_VERSION); return SP_EXIT_OK;
+		case 'V': return sp_show_version();
 		default:
-			fprintf(stderr, "Try '%s --help' for more information.\n", sp_progname);
-			return SP_EXIT_USAGE;
+			return sp_bad_option();
 		}
 	}
 	if (argc - optind > 1)
