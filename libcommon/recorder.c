@@ -105,6 +105,16 @@ struct ustk {
 	unsigned char *buf;	/* stack_size bytes */
 };
 
+/*
+ * A table of records keyed by a pid or tid, the record's first member
+ * (0: a free slot): open addressing over a power-of-two array.  Pointers
+ * into it hold until the next insertion.
+ */
+struct pidtab {
+	unsigned char *v;
+	size_t elem, cap, n;
+};
+
 /* A sample as the queue keeps it, followed by regs, kernel ips, stack. */
 struct pending_sample {
 	uint32_t pid, tid, cpu;
@@ -133,12 +143,9 @@ struct sp_recorder {
 	struct event *events;
 	size_t nevents, capevents;
 
-	struct proc *procs;	/* open addressing, power-of-two size */
-	size_t capprocs, nprocs;
-	pid_t *tids_seen;	/* the same, for thread counting */
-	size_t captids, ntids;
-	struct ustk *ustks;	/* the same, for stack copies */
-	size_t capustks, nustks;
+	struct pidtab procs;	/* of struct proc */
+	struct pidtab tids;	/* of pid_t: the threads seen */
+	struct pidtab ustks;	/* of struct ustk */
 
 	struct target *targets;
 	size_t ntargets;
@@ -258,104 +265,77 @@ static size_t hash_pid(pid_t p, size_t cap)
 	return ((uint32_t)p * 2654435761u) & (cap - 1);
 }
 
-static struct proc *proc_get(struct sp_recorder *r, pid_t pid, bool create)
+static pid_t slot_key(const struct pidtab *t, size_t i)
 {
-	if (create && (r->nprocs + 1) * 2 > r->capprocs) {
-		size_t ncap = r->capprocs ? r->capprocs * 2 : 256;
-		struct proc *np = calloc(ncap, sizeof(*np));
-		if (!np)
+	pid_t k;
+	memcpy(&k, t->v + i * t->elem, sizeof(k));
+	return k;
+}
+
+/*
+ * The record of key.  With create, a zeroed one with its key is added when
+ * absent (*created says so, when not NULL).  NULL when absent, or when
+ * memory runs out.
+ */
+static void *pidtab_get(struct pidtab *t, pid_t key, bool create, bool *created)
+{
+	if (created)
+		*created = false;
+	if (create && (t->n + 1) * 2 > t->cap) {
+		size_t ncap = t->cap ? t->cap * 2 : 256;
+		unsigned char *nv = calloc(ncap, t->elem);
+		if (!nv)
 			return NULL;
-		for (size_t i = 0; i < r->capprocs; i++) {
-			if (!r->procs[i].pid)
+		for (size_t i = 0; i < t->cap; i++) {
+			pid_t k = slot_key(t, i);
+			if (!k)
 				continue;
-			size_t h = hash_pid(r->procs[i].pid, ncap);
-			while (np[h].pid)
+			size_t h = hash_pid(k, ncap);
+			while (memcmp(nv + h * t->elem, &(pid_t){ 0 }, sizeof(pid_t)) != 0)
 				h = (h + 1) & (ncap - 1);
-			np[h] = r->procs[i];
+			memcpy(nv + h * t->elem, t->v + i * t->elem, t->elem);
 		}
-		free(r->procs);
-		r->procs = np;
-		r->capprocs = ncap;
+		free(t->v);
+		t->v = nv;
+		t->cap = ncap;
 	}
-	if (!r->capprocs)
+	if (!t->cap)
 		return NULL;
-	size_t h = hash_pid(pid, r->capprocs);
-	while (r->procs[h].pid && r->procs[h].pid != pid)
-		h = (h + 1) & (r->capprocs - 1);
-	if (r->procs[h].pid == pid)
-		return &r->procs[h];
+	size_t h = hash_pid(key, t->cap);
+	pid_t k;
+	while ((k = slot_key(t, h)) && k != key)
+		h = (h + 1) & (t->cap - 1);
+	if (k == key)
+		return t->v + h * t->elem;
 	if (!create)
 		return NULL;
-	r->procs[h].pid = pid;
-	r->nprocs++;
-	return &r->procs[h];
+	memcpy(t->v + h * t->elem, &key, sizeof(key));
+	t->n++;
+	if (created)
+		*created = true;
+	return t->v + h * t->elem;
+}
+
+static struct proc *proc_get(struct sp_recorder *r, pid_t pid, bool create)
+{
+	return pidtab_get(&r->procs, pid, create, NULL);
 }
 
 /* Notes a thread id; returns true the first time it is seen. */
 static bool tid_note(struct sp_recorder *r, pid_t tid)
 {
-	if ((r->ntids + 1) * 2 > r->captids) {
-		size_t ncap = r->captids ? r->captids * 2 : 256;
-		pid_t *nt = calloc(ncap, sizeof(*nt));
-		if (!nt)
-			return false;
-		for (size_t i = 0; i < r->captids; i++) {
-			if (!r->tids_seen[i])
-				continue;
-			size_t h = hash_pid(r->tids_seen[i], ncap);
-			while (nt[h])
-				h = (h + 1) & (ncap - 1);
-			nt[h] = r->tids_seen[i];
-		}
-		free(r->tids_seen);
-		r->tids_seen = nt;
-		r->captids = ncap;
-	}
-	size_t h = hash_pid(tid, r->captids);
-	while (r->tids_seen[h] && r->tids_seen[h] != tid)
-		h = (h + 1) & (r->captids - 1);
-	if (r->tids_seen[h] == tid)
-		return false;
-	r->tids_seen[h] = tid;
-	r->ntids++;
-	return true;
+	bool created;
+	pidtab_get(&r->tids, tid, true, &created);
+	return created;
 }
 
 /* The last stack copy of a thread, created empty when create is set. */
 static struct ustk *ustk_get(struct sp_recorder *r, pid_t tid, bool create)
 {
-	if (create && (r->nustks + 1) * 2 > r->capustks) {
-		size_t ncap = r->capustks ? r->capustks * 2 : 64;
-		struct ustk *nu = calloc(ncap, sizeof(*nu));
-		if (!nu)
-			return NULL;
-		for (size_t i = 0; i < r->capustks; i++) {
-			if (!r->ustks[i].tid)
-				continue;
-			size_t h = hash_pid(r->ustks[i].tid, ncap);
-			while (nu[h].tid)
-				h = (h + 1) & (ncap - 1);
-			nu[h] = r->ustks[i];
-		}
-		free(r->ustks);
-		r->ustks = nu;
-		r->capustks = ncap;
-	}
-	if (!r->capustks)
+	struct ustk *u = pidtab_get(&r->ustks, tid, create, NULL);
+	if (u && !u->buf && !(u->buf = malloc(r->o.stack_size)))
 		return NULL;
-	size_t h = hash_pid(tid, r->capustks);
-	while (r->ustks[h].tid && r->ustks[h].tid != tid)
-		h = (h + 1) & (r->capustks - 1);
-	if (r->ustks[h].tid == tid)
-		return &r->ustks[h];
-	if (!create)
-		return NULL;
-	unsigned char *buf = malloc(r->o.stack_size);
-	if (!buf)
-		return NULL;
-	r->ustks[h] = (struct ustk){ tid, 0, 0, buf };
-	r->nustks++;
-	return &r->ustks[h];
+	return u;
 }
 
 /*
@@ -988,6 +968,9 @@ struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
 		return NULL;
 	r->o = *o;
 	r->w = w;
+	r->procs.elem = sizeof(struct proc);
+	r->tids.elem = sizeof(pid_t);
+	r->ustks.elem = sizeof(struct ustk);
 	r->ncpus = online_cpus(r->cpus);
 	for (int i = 0; i < MAX_CPUS; i++)
 		r->rings[i].fd = -1;
@@ -1055,11 +1038,11 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->q);
 	free(r->tmp);
 	free(r->events);
-	free(r->procs);
-	free(r->tids_seen);
-	for (size_t i = 0; i < r->capustks; i++)
-		free(r->ustks[i].buf);
-	free(r->ustks);
+	free(r->procs.v);
+	free(r->tids.v);
+	for (size_t i = 0; i < r->ustks.cap; i++)
+		free(((struct ustk *)r->ustks.v)[i].buf);
+	free(r->ustks.v);
 	free(r->targets);
 	free(r->bids);
 	free(r);
@@ -1824,8 +1807,8 @@ int sp_recorder_finish(struct sp_recorder *r)
 	uint64_t end = now_ns();
 	if (r->o.archive) {
 		/* Each process's perf map, keyed by pid and start, and kallsyms. */
-		for (size_t i = 0; i < r->capprocs; i++) {
-			const struct proc *p = &r->procs[i];
+		for (size_t i = 0; i < r->procs.cap; i++) {
+			const struct proc *p = &((const struct proc *)r->procs.v)[i];
 			char src[64], rel[128];
 			if (!p->pid)
 				continue;
@@ -1879,8 +1862,8 @@ int sp_recorder_finish(struct sp_recorder *r)
 	sp_pack_kv_u64(pk, "skipped_no_frames", r->skipped_no_frames);
 	sp_pack_kv_u64(pk, "lost_samples", r->lost_samples_format);
 	sp_pack_kv_u64(pk, "throttle_events", r->throttles);
-	sp_pack_kv_u64(pk, "processes", r->nprocs);
-	sp_pack_kv_u64(pk, "threads", r->ntids);
+	sp_pack_kv_u64(pk, "processes", r->procs.n);
+	sp_pack_kv_u64(pk, "threads", r->tids.n);
 	sp_pack_kv_u64(pk, "duration_ns", r->started ? end - r->start_ns : 0);
 	sp_pack_kv_u64(pk, "time", end);
 	if (cmd) {
