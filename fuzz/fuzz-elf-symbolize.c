@@ -33,7 +33,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "elfsym.h"
+#include "sym/elfsym.h"
 
 #define NFD 16			/* descriptors above the memfd checked for leaks */
 

@@ -44,10 +44,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "addrspace.h"
-#include "buildid.h"
-#include "record.h"
-#include "unwind.h"
+#include "unwind/addrspace.h"
+#include "util/buildid.h"
+#include "stream/record.h"
+#include "unwind/unwind.h"
 
 #define PID 4242
 #define BASE 0x555500000000ull	/* the module's mapping, 4 GiB long */

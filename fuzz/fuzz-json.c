@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "stream.h"
+#include "stream/json.h"
+#include "stream/stream.h"
 
 static void check(int cond)
 {

@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "symtab.h"
+#include "sym/symtab.h"
 
 static void check(int cond)
 {

@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "symtab.h"
+#include "sym/symtab.h"
 
 struct parsed {
 	uint64_t start, size;

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "procfs.h"
+#include "util/procfs.h"
 
 static void check(int cond)
 {

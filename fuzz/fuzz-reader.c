@@ -26,9 +26,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "record.h"
-#include "stream.h"
+#include "stream/json.h"
+#include "stream/record.h"
+#include "stream/stream.h"
 
 /* Keeps the reads of string and binary bytes from being optimised away. */
 static volatile unsigned sink;

@@ -1,12 +1,12 @@
 #!/usr/bin/env bats
 # format/sp-stream.md documents exactly the schema the reader enforces
-# (libcommon/record.h), and sp-stream(5) is generated from it.
+# (libcommon/stream/record.h), and sp-stream(5) is generated from it.
 
 load helper
 
 # Lines "record key type required" from the X-macros of record.h.
 schema_from_code() {
-	sed -n 's/^[[:space:]]*X(\([A-Z]*\), "\([a-z_]*\)", \([A-Z_]*\), SP_\(REQ\|OPT\)).*/\1 \2 \3 \4/p' "$TOP/libcommon/record.h" |
+	sed -n 's/^[[:space:]]*X(\([A-Z]*\), "\([a-z_]*\)", \([A-Z_]*\), SP_\(REQ\|OPT\)).*/\1 \2 \3 \4/p' "$TOP/libcommon/stream/record.h" |
 		awk '{ t = tolower($3); if (t == "uint_or_nil") t = "uint or nil"
 		       print tolower($1), $2, t, ($4 == "REQ" ? "yes" : "no") }' | sort
 }
@@ -31,14 +31,14 @@ schema_from_spec() {
 }
 
 @test "every record type has a section" {
-	for t in $(sed -n 's/^[[:space:]]*X([A-Z]*, "\([a-z]*\)") *\\\?$/\1/p' "$TOP/libcommon/record.h"); do
+	for t in $(sed -n 's/^[[:space:]]*X([A-Z]*, "\([a-z]*\)") *\\\?$/\1/p' "$TOP/libcommon/stream/record.h"); do
 		grep -q "^### $t\$" "$TOP/format/sp-stream.md"
 	done
 }
 
 @test "every error kind is documented with its description" {
-	grep -o 'X([A-Z_]*, "[a-z_]*", *\\' "$TOP/libcommon/record.h" > /dev/null
-	sed -n '/SP_ERROR_KINDS(X)/,/^$/p' "$TOP/libcommon/record.h" |
+	grep -o 'X([A-Z_]*, "[a-z_]*", *\\' "$TOP/libcommon/stream/vocab.h" > /dev/null
+	sed -n '/SP_ERROR_KINDS(X)/,/^$/p' "$TOP/libcommon/stream/vocab.h" |
 		grep -o '"[a-z_]*",' | tr -d '",' > "$BATS_TEST_TMPDIR/kinds"
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/kinds")" -ge 7 ]
 	while read -r k; do

@@ -299,7 +299,7 @@ chromium_dom() {
 }
 
 @test "in headless Chromium a click zooms and a search highlights, through the SVG's own script" {
-	command -v chromium || { echo "chromium is not installed: scripts/deps installs it" >&2; false; }
+	command -v chromium || { echo "chromium is not installed: make test-deps installs it" >&2; false; }
 	sp-flame -o "$T/p.svg" "$T/p.folded"
 	# #selftest makes the script click, search and reset as a user would, and
 	# write what it saw to the root's data-selftest attribute.

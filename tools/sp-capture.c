@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "header.h"
-#include "procfs.h"
-#include "recorder.h"
-#include "stream.h"
+#include "stream/header.h"
+#include "util/procfs.h"
+#include "capture/recorder.h"
+#include "stream/stream.h"
 #include "tool.h"
 
 static volatile sig_atomic_t stop_signal;

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "header.h"
-#include "json.h"
-#include "stream.h"
+#include "stream/header.h"
+#include "stream/json.h"
+#include "stream/stream.h"
 #include "tool.h"
 
 /* The longest JSON line --from-json accepts. */

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fold.h"
-#include "json.h"
-#include "stream.h"
+#include "fold/fold.h"
+#include "stream/json.h"
+#include "stream/stream.h"
 #include "tool.h"
-#include "unwind.h"
+#include "stream/vocab.h"
 
 static void usage(void)
 {

@@ -18,11 +18,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "json.h"
-#include "recorder.h"
-#include "stream.h"
+#include "stream/json.h"
+#include "stream/stream.h"
 #include "tool.h"
-#include "unwind.h"
+#include "stream/vocab.h"
 
 #define EXIT_CHECK 4	/* sp-stat --check: a threshold was exceeded */
 

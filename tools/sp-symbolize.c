@@ -19,14 +19,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "buildid.h"
-#include "elfsym.h"
-#include "header.h"
-#include "modfile.h"
-#include "stream.h"
-#include "symtab.h"
+#include "util/buildid.h"
+#include "sym/elfsym.h"
+#include "stream/header.h"
+#include "util/modfile.h"
+#include "stream/stream.h"
+#include "sym/symtab.h"
 #include "tool.h"
-#include "unwind.h"
+#include "unwind/unwind.h"
 
 static void usage(void)
 {
@@ -422,9 +422,9 @@ static void write_frame(struct state *st, uint64_t id, const msgpack_object *fr)
 	uint32_t out_flags = (uint32_t)(flags & SP_FRAME_RETADDR);
 	unsigned kind = flags & SP_FRAME_KIND_MASK;
 	if (kind == SP_FRAME_KERNEL)
-		out_flags |= 0x100;
+		out_flags |= SP_SYM_KERNEL;
 	else if (kind == SP_FRAME_JIT)
-		out_flags |= 0x200;
+		out_flags |= SP_SYM_JIT;
 
 	const char *origin = "address-only", *name = NULL, *file = NULL;
 	uint64_t offset = 0;
@@ -505,9 +505,9 @@ static void write_frame(struct state *st, uint64_t id, const msgpack_object *fr)
 		name = buf;
 	}
 	if (is_hidden(name))
-		out_flags |= 0x1;
+		out_flags |= SP_SYM_HIDDEN;
 	if (ninl)
-		out_flags |= 0x2;
+		out_flags |= SP_SYM_INLINE;
 	count_origin(st, origin);
 
 	msgpack_packer *pk = sp_writer_packer(st->w);

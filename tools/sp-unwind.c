@@ -13,11 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "addrspace.h"
-#include "header.h"
-#include "stream.h"
+#include "unwind/addrspace.h"
+#include "stream/header.h"
+#include "stream/stream.h"
 #include "tool.h"
-#include "unwind.h"
+#include "unwind/unwind.h"
 
 #define DEFAULT_MAX_DEPTH 512
 #define MAX_KERNEL_FRAMES 512

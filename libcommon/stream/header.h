@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <msgpack.h>
 
-#include "record.h"
+#include "stream/record.h"
 
 #ifndef SP_VERSION
 #define SP_VERSION "0.1.0"

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "stream.h"
+#include "stream/stream.h"
 
 #define READ_CHUNK (256u * 1024)
 #define WRITE_BUF (256u * 1024)

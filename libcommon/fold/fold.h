@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "stream.h"
+#include "stream/stream.h"
 
 enum sp_fold_format { SP_FOLD_FOLDED, SP_FOLD_PPROF, SP_FOLD_SPEEDSCOPE };
 enum sp_fold_root { SP_ROOT_COMM, SP_ROOT_PID, SP_ROOT_TID };

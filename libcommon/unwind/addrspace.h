@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buildid.h"
-#include "record.h"
+#include "util/buildid.h"
+#include "stream/record.h"
 
 /*
  * A mapped object: one per distinct (path, build-id), or per process for

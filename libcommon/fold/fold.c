@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fold.h"
-#include "unwind.h"
+#include "fold/fold.h"
+#include "stream/vocab.h"
 
 /* A growable array of uint32. */
 struct u32v {
@@ -344,10 +344,10 @@ static int take_frame(struct sp_fold *f, const msgpack_object *m)
 	sf->off = (uint32_t)f->seg_disp.n;
 	sf->n = 0;
 	sf->defined = true;
-	if ((flags & 0x1) && !f->o.show_hidden)
+	if ((flags & SP_SYM_HIDDEN) && !f->o.show_hidden)
 		return 0;
 
-	unsigned kind = flags & 0x100 ? SP_FOLD_KERNEL : flags & 0x200 ? SP_FOLD_JIT : SP_FOLD_USER;
+	unsigned kind = flags & SP_SYM_KERNEL ? SP_FOLD_KERNEL : flags & SP_SYM_JIT ? SP_FOLD_JIT : SP_FOLD_USER;
 	bool addr_only = ol == 12 && memcmp(origin, "address-only", 12) == 0 && !(flags & 0x8);
 	struct segmod *mod = mid != UINT64_MAX ? segmod_get(f, mid) : NULL;
 	char buf[4096], fn[4096], fbuf[4096];

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buildid.h"
+#include "util/buildid.h"
 
 /* Looks for NT_GNU_BUILD_ID in one block of notes. */
 static int note_build_id(Elf_Data *data, unsigned char *id)

@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elfsym.h"
-#include "modfile.h"
-#include "symtab.h"
+#include "sym/elfsym.h"
+#include "util/modfile.h"
+#include "sym/symtab.h"
 
 struct cached {
 	uint64_t key;		/* addr + 1; 0: empty */

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buildid.h"
-#include "modfile.h"
-#include "sha1.h"
+#include "util/buildid.h"
+#include "util/modfile.h"
+#include "util/sha1.h"
 
 void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,
 			 const char *suffix, char *out, size_t len)

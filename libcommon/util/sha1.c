@@ -3,7 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sha1.h"
+#include "util/sha1.h"
 
 static uint32_t rol(uint32_t x, int n)
 {

@@ -5,8 +5,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "header.h"
-#include "stream.h"
+#include "stream/header.h"
+#include "stream/stream.h"
 
 /* Reads the first line of a small file into buf; "" when unreadable. */
 static void read_line(const char *path, char *buf, size_t len)

@@ -20,29 +20,14 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "modfile.h"
-#include "unwind.h"
+#include "util/modfile.h"
+#include "unwind/unwind.h"
 
 #define NDW 17		/* x86_64 DWARF registers 0-15, and 16 the return address */
 #define DW_SP 7
 #define DW_BP 6
 #define DW_RA 16
 
-static const struct { const char *name, *description; } end_names[SP_END_COUNT] = {
-#define SP_X_END(e, n, s, d) [n] = { s, d },
-	SP_UNWIND_ENDS(SP_X_END)
-#undef SP_X_END
-};
-
-const char *sp_unwind_end_name(enum sp_unwind_end e)
-{
-	return e < SP_END_COUNT ? end_names[e].name : "unknown";
-}
-
-const char *sp_unwind_end_description(enum sp_unwind_end e)
-{
-	return e < SP_END_COUNT ? end_names[e].description : "unknown";
-}
 
 enum { R_UNDEF, R_SAME, R_OFFSET, R_VAL_OFFSET, R_EXPR };
 

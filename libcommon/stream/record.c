@@ -1,7 +1,7 @@
 /* Record types, the schema, and typed access to record values. */
 #include <string.h>
 
-#include "record.h"
+#include "stream/record.h"
 
 static const char *const rtype_names[SP_R_COUNT] = {
 	[SP_R_UNKNOWN] = "unknown",
@@ -17,33 +17,7 @@ const struct sp_key_schema sp_key_schema[] = {
 };
 const size_t sp_key_schema_len = sizeof(sp_key_schema) / sizeof(sp_key_schema[0]);
 
-static const struct {
-	const char *name, *description;
-} error_kinds[SP_E_COUNT] = {
-#define SP_X_ERR(e, s, d) [SP_E_##e] = { s, d },
-	SP_ERROR_KINDS(SP_X_ERR)
-#undef SP_X_ERR
-};
 
-const char *sp_error_kind_name(enum sp_error_kind k)
-{
-	return k < SP_E_COUNT ? error_kinds[k].name : "unknown";
-}
-
-const char *sp_error_kind_description(enum sp_error_kind k)
-{
-	return k < SP_E_COUNT ? error_kinds[k].description : "unknown";
-}
-
-const char *sp_stage_name(enum sp_stage s)
-{
-	switch (s) {
-	case SP_STAGE_RAW: return "raw";
-	case SP_STAGE_UNWOUND: return "unwound";
-	case SP_STAGE_SYMBOLIZED: return "symbolized";
-	}
-	return "unknown";
-}
 
 const char *sp_vtype_name(enum sp_vtype v)
 {

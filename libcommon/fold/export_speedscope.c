@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fold.h"
-#include "json.h"
+#include "fold/fold.h"
+#include "stream/json.h"
 
 
 /*

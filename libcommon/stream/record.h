@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <msgpack.h>
 
+#include "stream/vocab.h"
+
 /* X(enum suffix, name in the stream) */
 #define SP_RECORD_TYPES(X) \
 	X(HEADER, "header") \
@@ -219,47 +221,7 @@ enum sp_vtype {
 	X(ARCHIVE, "pid", UINT, SP_OPT) \
 	X(ARCHIVE, "start_time", UINT, SP_OPT)
 
-/*
- * The error kinds counted in a summary's error_stats.
- * X(enum suffix, stable name, description).
- */
-#define SP_ERROR_KINDS(X) \
-	X(NO_USER_REGS, "no_user_regs", \
-	  "sample without user registers (the thread ran kernel code only)") \
-	X(NO_USER_STACK, "no_user_stack", \
-	  "sample without a user stack copy") \
-	X(BAD_KERNEL_RECORD, "bad_kernel_record", \
-	  "a ring-buffer record shorter than its fields; it was skipped") \
-	X(PROC_UNREADABLE, "proc_unreadable", \
-	  "a /proc file of a profiled process could not be read") \
-	X(BUILD_ID_UNREADABLE, "build_id_unreadable", \
-	  "a mapped file's build-id could not be read") \
-	X(THREAD_ATTACH_FAILED, "thread_attach_failed", \
-	  "an event could not be opened for a thread (it may have exited)") \
-	X(UNKNOWN_PROCESS, "unknown_process", \
-	  "a sample from a process with no process record before it") \
-	X(ARCHIVE_FAILED, "archive_failed", \
-	  "a file could not be kept in the --archive directory")
 
-enum sp_error_kind {
-#define SP_X_ENUM(e, s, d) SP_E_##e,
-	SP_ERROR_KINDS(SP_X_ENUM)
-#undef SP_X_ENUM
-	SP_E_COUNT
-};
-
-const char *sp_error_kind_name(enum sp_error_kind k);
-const char *sp_error_kind_description(enum sp_error_kind k);
-
-/* Stages of processing a stream has been through. */
-enum sp_stage {
-	SP_STAGE_RAW = 0,
-	SP_STAGE_UNWOUND,
-	SP_STAGE_SYMBOLIZED,
-};
-
-/* "raw", "unwound" or "symbolized". */
-const char *sp_stage_name(enum sp_stage s);
 
 /* A parsed header record. */
 struct sp_header {
@@ -268,20 +230,6 @@ struct sp_header {
 	const msgpack_object *map;	/* the whole header record */
 };
 
-/*
- * Flags of a frame in a "stack" record (the fourth element of each
- * frame).  The kind is in the low two bits.
- */
-#define SP_FRAME_KIND_MASK	0x3u
-#define SP_FRAME_USER		0x0u
-#define SP_FRAME_KERNEL		0x1u
-#define SP_FRAME_JIT		0x2u
-#define SP_FRAME_RETADDR	0x4u	/* a return address: look up addr - 1 */
-#define SP_FRAME_MARKER		0x8u	/* not a frame: why the stack ends */
-
-/* Flags of a symbolized "frame" record. */
-#define SP_SYM_HIDDEN		0x1u	/* hidden in a profiler's default view */
-#define SP_SYM_INLINE		0x2u	/* the frame is an inlined call */
 
 /* Returns the record type for a name, or SP_R_UNKNOWN. */
 enum sp_rtype sp_rtype_from_name(const char *name, size_t len);

@@ -12,31 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "addrspace.h"
+#include "stream/vocab.h"
+#include "unwind/addrspace.h"
 
-/* Why a stack ends: 0 for a complete stack, else the marker's code. */
-#define SP_UNWIND_ENDS(X) \
-	X(COMPLETE, 0, "complete", "the stack reached the thread's entry") \
-	X(TRUNCATED, 1, "truncated", "the unwinder ran out of stack copy: raise sp-capture --stack-size") \
-	X(NO_CFI, 2, "no_cfi", "no unwind information for the address, and the frame-pointer walk failed") \
-	X(MISSING_MODULE, 3, "missing_module", "the module's file was not found") \
-	X(BUILD_ID_MISMATCH, 4, "build_id_mismatch", "the module file found has another build-id; it was not used") \
-	X(BAD_CFA, 5, "bad_cfa", "the unwind information gave an impossible frame or an unrecoverable register") \
-	X(MAX_DEPTH, 6, "max_depth", "the stack reached the frame limit (--max-depth)") \
-	X(NO_USER_STACK, 7, "no_user_stack", "the sample has no stack copy: only the interrupted instruction is known") \
-	X(OUTSIDE_COPY, 8, "outside_copy", "a read fell outside the stack copy, which did not fill its window") \
-	X(CYCLE, 9, "cycle", "the stack pointer did not move up: the walk would loop") \
-	X(NO_MAPPING, 10, "no_mapping", "the address lies in no mapping the stream describes")
-
-enum sp_unwind_end {
-#define SP_X_END(e, n, s, d) SP_END_##e = n,
-	SP_UNWIND_ENDS(SP_X_END)
-#undef SP_X_END
-	SP_END_COUNT
-};
-
-const char *sp_unwind_end_name(enum sp_unwind_end e);
-const char *sp_unwind_end_description(enum sp_unwind_end e);
 
 struct sp_unwind_options {
 	const char *root;		/* look recorded paths up under it; NULL: / */

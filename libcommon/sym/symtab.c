@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "symtab.h"
+#include "sym/symtab.h"
 
 #define CHUNK (64u * 1024)
 

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <msgpack.h>
 
-#include "record.h"
+#include "stream/record.h"
 
 /* The format this code reads and writes. */
 #define SP_FORMAT_NAME "stackpulse"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "stream/json.h"
 
 void sp_buf_init(struct sp_buf *b)
 {

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "addrspace.h"
+#include "unwind/addrspace.h"
 
 struct proc {
 	uint32_t pid;		/* 0: free slot */

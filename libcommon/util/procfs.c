@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "procfs.h"
+#include "util/procfs.h"
 
 static ssize_t read_file(const char *path, char *buf, size_t len)
 {

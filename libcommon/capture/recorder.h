@@ -16,8 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "archive.h"
-#include "stream.h"
+#include "capture/archive.h"
+#include "stream/stream.h"
 
 /* The kernel's limit on the user stack copy (a u16 size, 8-byte aligned). */
 #define SP_MAX_STACK_SIZE 65528u

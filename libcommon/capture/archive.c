@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "archive.h"
-#include "buildid.h"
-#include "modfile.h"
-#include "sha1.h"
+#include "capture/archive.h"
+#include "util/buildid.h"
+#include "util/modfile.h"
+#include "util/sha1.h"
 
 struct sp_archive {
 	char *dir;

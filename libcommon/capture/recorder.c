@@ -30,10 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buildid.h"
-#include "header.h"
-#include "procfs.h"
-#include "recorder.h"
+#include "util/buildid.h"
+#include "stream/header.h"
+#include "util/procfs.h"
+#include "capture/recorder.h"
 
 #if defined(__x86_64__)
 /* perf_regs bits: ax bx cx dx si di bp sp ip (0-8) and r8-r15 (16-23). */

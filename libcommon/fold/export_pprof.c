@@ -17,8 +17,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "fold.h"
-#include "json.h"
+#include "fold/fold.h"
+#include "stream/json.h"
 
 /* Field numbers of profile.proto. */
 enum {

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "stream.h"
-#include "header.h"
+#include "stream/stream.h"
+#include "stream/header.h"
 #include "tool.h"
 
 const char *sp_progname = "stackpulse";
