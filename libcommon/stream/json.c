@@ -9,62 +9,14 @@
 #include <string.h>
 
 #include "stream/json.h"
-
-void sp_buf_init(struct sp_buf *b)
-{
-	memset(b, 0, sizeof(*b));
-}
-
-void sp_buf_release(struct sp_buf *b)
-{
-	free(b->p);
-	sp_buf_init(b);
-}
-
-static bool buf_grow(struct sp_buf *b, size_t extra)
-{
-	if (b->oom)
-		return false;
-	if (b->len + extra + 1 <= b->cap)
-		return true;
-	size_t ncap = b->cap ? b->cap : 256;
-	while (ncap < b->len + extra + 1)
-		ncap *= 2;
-	char *np = realloc(b->p, ncap);
-	if (!np) {
-		b->oom = 1;
-		return false;
-	}
-	b->p = np;
-	b->cap = ncap;
-	return true;
-}
-
-void sp_buf_add(struct sp_buf *b, const void *p, size_t n)
-{
-	if (!buf_grow(b, n))
-		return;
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-void sp_buf_addc(struct sp_buf *b, char c)
-{
-	sp_buf_add(b, &c, 1);
-}
-
-void sp_buf_adds(struct sp_buf *b, const char *s)
-{
-	sp_buf_add(b, s, strlen(s));
-}
+#include "util/utf8.h"
 
 static const char b64[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 static void add_base64(struct sp_buf *b, const unsigned char *p, size_t n)
 {
-	if (!buf_grow(b, (n + 2) / 3 * 4))
+	if (sp_buf_grow(b, (n + 2) / 3 * 4) < 0)
 		return;
 	char *o = b->p + b->len;
 	size_t i;
@@ -84,49 +36,6 @@ static void add_base64(struct sp_buf *b, const unsigned char *p, size_t n)
 	}
 	b->len = (size_t)(o - b->p);
 	b->p[b->len] = '\0';
-}
-
-size_t sp_utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-	size_t k;
-	uint32_t cp;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf) {
-		k = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		k = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		k = 4;
-		cp = c & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < k)
-		return 0;
-	for (size_t i = 1; i < k; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return k;
-}
-
-static bool valid_utf8(const unsigned char *p, size_t n)
-{
-	for (size_t i = 0; i < n;) {
-		size_t k = sp_utf8_len(p + i, n - i);
-		if (!k)
-			return false;
-		i += k;
-	}
-	return true;
 }
 
 static void add_json_string(struct sp_buf *b, const char *s, size_t n)
@@ -186,7 +95,7 @@ static bool map_keys_plain(const msgpack_object_map *m)
 		const msgpack_object *k = &m->ptr[i].key;
 		if (k->type != MSGPACK_OBJECT_STR || k->via.str.size == 0 ||
 		    k->via.str.ptr[0] == '$' ||
-		    !valid_utf8((const unsigned char *)k->via.str.ptr, k->via.str.size))
+		    !sp_utf8_valid((const unsigned char *)k->via.str.ptr, k->via.str.size))
 			return false;
 	}
 	return true;
@@ -223,7 +132,7 @@ int sp_json_render(const msgpack_object *o, struct sp_buf *b)
 		add_double(b, o->via.f64);
 		break;
 	case MSGPACK_OBJECT_STR:
-		if (valid_utf8((const unsigned char *)o->via.str.ptr, o->via.str.size)) {
+		if (sp_utf8_valid((const unsigned char *)o->via.str.ptr, o->via.str.size)) {
 			add_json_string(b, o->via.str.ptr, o->via.str.size);
 		} else {
 			sp_buf_adds(b, "{\"$strb\":\"");
