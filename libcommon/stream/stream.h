@@ -150,4 +150,44 @@ void sp_pack_kv_str(msgpack_packer *pk, const char *key, const char *s);
 void sp_pack_kv_bool(msgpack_packer *pk, const char *key, bool v);
 void sp_pack_kv_bin(msgpack_packer *pk, const char *key, const void *p, size_t len);
 
+/*
+ * A record map that counts its own keys, so no packer counts them by
+ * hand:
+ *
+ *	struct sp_mapw m;
+ *	sp_mapw_begin(&m, w);
+ *	sp_mapw_str(&m, "t", "sample");
+ *	sp_mapw_u64(&m, "pid", pid);
+ *	if (have_regs)
+ *		pack_regs(sp_mapw_key(&m, "regs"));	(any one value)
+ *	sp_mapw_end(&m);
+ *
+ * The map's bytes stay in the writer's buffer until sp_mapw_end() puts
+ * the smallest header for the count in front of them, so the output is
+ * byte for byte what msgpack_pack_map() with the right count gives.
+ * Maps nest (a value may be a map written with its own sp_mapw on the
+ * same writer); every begin needs its end, last opened first ended, and
+ * nothing else may write to w meanwhile except through the packer.
+ */
+struct sp_mapw {
+	struct sp_writer *w;
+	size_t start;		/* offset of the header's room in the buffer */
+	uint32_t n;		/* keys so far */
+};
+
+void sp_mapw_begin(struct sp_mapw *m, struct sp_writer *w);
+
+/* Counts one key and packs it; the caller packs its value with the packer returned. */
+msgpack_packer *sp_mapw_key(struct sp_mapw *m, const char *key);
+
+void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v);
+void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v);
+void sp_mapw_str(struct sp_mapw *m, const char *key, const char *s);
+void sp_mapw_strn(struct sp_mapw *m, const char *key, const char *s, size_t n);
+void sp_mapw_bin(struct sp_mapw *m, const char *key, const void *p, size_t n);
+void sp_mapw_bool(struct sp_mapw *m, const char *key, bool v);
+
+/* Writes the header.  Returns 0, or -1 after a write error (sp_writer_error()). */
+int sp_mapw_end(struct sp_mapw *m);
+
 #endif
