@@ -1,0 +1,75 @@
+#!/usr/bin/env bats
+# The library's layers (docs/ARCHITECTURE.md): no upward include, each
+# tool links only the layers it uses, and the build is incremental.
+
+load helper
+
+@test "check-layers passes on the tree and fails on an include that runs up a layer" {
+	run -0 "$TOP/scripts/check-layers" util stream capture unwind sym fold
+	[[ $output == *"6 layers, no upward include"* ]]
+	# A copy of the tree with one upward include planted in util/.
+	t=$BATS_TEST_TMPDIR/tree
+	mkdir -p "$t/scripts"
+	cp -r "$TOP/libcommon" "$t/"
+	cp "$TOP/scripts/check-layers" "$t/scripts/"
+	f=$(ls "$t"/libcommon/util/*.c | head -n 1)
+	printf '#include "fold/fold.h"\n' >> "$f"
+	run -1 "$t/scripts/check-layers" util stream capture unwind sym fold
+	[[ $output == *"util includes a layer above it"*"fold/fold.h"* ]]
+	# The tools' header is out of bounds for every layer.
+	sed -i '$d' "$f"
+	printf '#include "tool.h"\n' >> "$t/libcommon/stream/vocab.c"
+	run -1 "$t/scripts/check-layers" util stream capture unwind sym fold
+	[[ $output == *"tool-support header"* ]]
+	# A folder that is not a declared layer is reported.
+	sed -i '$d' "$t/libcommon/stream/vocab.c"
+	mkdir "$t/libcommon/extra"
+	run -1 "$t/scripts/check-layers" util stream capture unwind sym fold
+	[[ $output == *"libcommon/extra is not in the list of layers"* ]]
+}
+
+# defined_symbols TOOL: the sp_ functions a tool's binary defines.
+defined_symbols() {
+	local -
+	set -o pipefail
+	nm --defined-only "$BIN/$1" | awk '$2 ~ /^[TtWw]$/ && $3 ~ /^sp_/ { print $3 }' | sort
+}
+
+@test "each tool links only the layers it uses" {
+	run -0 defined_symbols sp-cat
+	[[ $output == *sp_reader_next* ]]
+	[[ $output != *sp_unwinder_new* && $output != *sp_recorder* && $output != *sp_fold* && $output != *sp_elf* ]]
+	run -0 defined_symbols sp-stat
+	[[ $output == *sp_reader_next* ]]
+	[[ $output != *sp_unwinder_new* && $output != *sp_recorder* ]]
+	run -0 defined_symbols sp-capture
+	[[ $output == *sp_recorder_new* ]]
+	[[ $output != *sp_unwinder_new* && $output != *sp_fold* ]]
+	run -0 defined_symbols sp-unwind
+	[[ $output == *sp_unwinder_new* ]]
+	[[ $output != *sp_recorder* && $output != *sp_fold* ]]
+	run -0 defined_symbols sp-fold
+	[[ $output != *sp_unwinder_new* && $output != *sp_recorder* ]]
+	# No tool depends on libunwind until a tool uses it.
+	for t in "$BIN"/sp-*; do
+		run -0 readelf -d "$t"
+		[[ $output != *libunwind* ]]
+	done
+}
+
+@test "make install after make compiles nothing" {
+	san=0
+	[[ "$SP_BUILD" != */san ]] || san=1
+	run -0 make -n -C "$TOP" install BUILD="$SP_BUILD" SAN=$san PREFIX=/opt/sp DESTDIR="$BATS_TEST_TMPDIR/stage"
+	[[ $output == *"install -m 755"* ]]
+	[[ $output != *" -c -o "* && $output != *"ar rcs"* ]]
+}
+
+@test "the unit tests of the library pass" {
+	run "$SP_BUILD/unit/sp-unit"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output == 1..* ]]
+	[[ $output != *"not ok"* ]]
+	[ "$(grep -c '^ok ' <<< "$output")" -ge 13 ]
+}
