@@ -26,7 +26,7 @@ static void sep(struct sp_jw *j)
 	j->need_comma[j->depth] = true;
 }
 
-static void open(struct sp_jw *j, char c)
+static void jw_open(struct sp_jw *j, char c)
 {
 	sep(j);
 	sp_buf_addc(j->b, c);
@@ -35,17 +35,17 @@ static void open(struct sp_jw *j, char c)
 	j->need_comma[j->depth] = false;
 }
 
-static void close_(struct sp_jw *j, char c)
+static void jw_close(struct sp_jw *j, char c)
 {
 	sp_buf_addc(j->b, c);
 	if (j->depth > 0)
 		j->depth--;
 }
 
-void sp_jw_object_begin(struct sp_jw *j) { open(j, '{'); }
-void sp_jw_object_end(struct sp_jw *j) { close_(j, '}'); }
-void sp_jw_array_begin(struct sp_jw *j) { open(j, '['); }
-void sp_jw_array_end(struct sp_jw *j) { close_(j, ']'); }
+void sp_jw_object_begin(struct sp_jw *j) { jw_open(j, '{'); }
+void sp_jw_object_end(struct sp_jw *j) { jw_close(j, '}'); }
+void sp_jw_array_begin(struct sp_jw *j) { jw_open(j, '['); }
+void sp_jw_array_end(struct sp_jw *j) { jw_close(j, ']'); }
 
 void sp_jw_key(struct sp_jw *j, const char *key)
 {
