@@ -1,5 +1,14 @@
 # Shared set-up of the bats tests.  SP_BUILD names the build to test
 # (build, or build/san for the sanitizer build).
+#
+# Every helper that pipes a tool into another command runs under
+# pipefail (made local to the function by "local -"), so a tool that fails
+# fails the helper, not only the last command of its pipe.  The test bodies
+# do not: "tool | grep -q" would fail whenever grep's early exit kills the
+# tool with SIGPIPE.  A check that something is absent is written
+# "run -0 tool", then "run -1 grep -q PATTERN <<< \"$output\"": a negated
+# command ("! tool | grep -q") is never checked by bats unless it is the
+# last line of a test.
 bats_require_minimum_version 1.5.0
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 SP_BUILD=${SP_BUILD:-build}
@@ -20,6 +29,8 @@ sps_from_json() {
 
 # The number of lines of a file.
 lines() {
+	local -
+	set -o pipefail
 	wc -l < "$1" | tr -d ' '
 }
 
@@ -36,11 +47,15 @@ python312() {
 
 # jqs FILE FILTER: runs jq -c over the JSON lines of a stream.
 jqs() {
+	local -
+	set -o pipefail
 	sp-cat "$1" | jq -c "$2"
 }
 
 # summary FILE KEY: one counter of a stream's summary record.
 summary() {
+	local -
+	set -o pipefail
 	sp-cat -t summary "$1" | jq -r ".$2"
 }
 
@@ -57,7 +72,7 @@ as_nobody() {
 	setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
 }
 
-# wait_for_state PID: waits until a process exists and is not stopped.
+# proc_state PID: the state letter of a process (R, S, T...), empty once it is gone.
 proc_state() {
 	awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null
 }
@@ -69,19 +84,42 @@ folded() {
 
 # unwind_count FILE KIND: how many stacks of an unwound stream ended so.
 unwind_count() {
+	local -
+	set -o pipefail
 	sp-cat -t unwind "$1" | jq -r ".ends[] | select(.kind==\"$2\") | .count"
 }
 
 # frames FILE: "name|file:line|origin|flags" for every frame record.
 frames() {
+	local -
+	set -o pipefail
 	sp-cat -t frame "$1" | jq -r '"\(.name)|\(.file // "")\(if .line then ":\(.line)" else "" end)|\(.origin)|\(.flags // 0)|\(.inline // [] | map("\(.name)@\(.line)") | join(","))"'
 }
 
-# pipeline OUT WORKLOAD ARGS...: records, unwinds and symbolizes a workload.
+# symbolized OUT WORKLOAD ARGS...: records, unwinds and symbolizes a workload
+# into OUT.raw, OUT.unw and OUT.
 symbolized() {
 	local out=$1
 	shift
 	sp-capture -q -o "$out.raw" -- "$@"
 	sp-unwind -o "$out.unw" "$out.raw"
 	sp-symbolize -o "$out" "$out.unw"
+}
+
+# own_stacks FILE FUNCTION...: the lines of a stacks.py file whose stacks
+# pass through one of the workload's FUNCTIONs and have no frame in the
+# vDSO.  Assertions on exact stacks are made on these: the other samples
+# were taken in ld.so while the process started (before main) or in the
+# kernel's vDSO, and how those unwind depends on the host's C library and
+# kernel build, not on what a test controls.
+own_stacks() {
+	local f=$1 alt
+	shift
+	alt=$(IFS='|'; echo "$*")
+	awk -v re="(^|;)($alt)(;| |\$)" '$0 ~ re && !/\[vdso\]/' "$f"
+}
+
+# weight FILE: the sum of the counts ending the lines of a folded file.
+weight() {
+	awk '{ s += $NF } END { print s + 0 }' "$1"
 }

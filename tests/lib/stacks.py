@@ -3,8 +3,9 @@
 
 A test helper independent of sp-symbolize: frames of ELF modules are named
 with addr2line (the return address minus one, as the format says), JIT
-frames as [jit], kernel frames as [kernel], markers as [end:NAME]. Lines
-are 'comm-or-pid;root;...;leaf COUNT', sorted.
+frames as [jit], kernel frames as [kernel], frames of the kernel's vDSO
+as [vdso] (its image is not on disk), markers as [end:NAME]. Lines
+are 'root;...;leaf COUNT', sorted.
 
     stacks.py [--pid PID] [--no-count] FILE
 """
@@ -77,6 +78,8 @@ def main():
                 parts.append("[jit]")
             elif mod is None:
                 parts.append("[unknown]")
+            elif mod[1] == "vdso":
+                parts.append("[vdso]")
             else:
                 key = rel - 1 if flags & 4 else rel
                 parts.append(named.get(mod, {}).get(key, "??") or "??")
