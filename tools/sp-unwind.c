@@ -13,10 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "unwind/addrspace.h"
 #include "stream/header.h"
 #include "stream/stream.h"
+#include "stream/ustack.h"
 #include "tool.h"
+#include "unwind/addrspace.h"
+#include "unwind/arch.h"
 #include "unwind/unwind.h"
 
 #define DEFAULT_MAX_DEPTH 512
@@ -52,13 +54,6 @@ static void usage(void)
 	       sp_progname, DEFAULT_MAX_DEPTH, SP_DEFAULT_MAX_RECORD);
 }
 
-/* The last full stack copy of each thread, to rebuild shared tails. */
-struct copy {
-	uint32_t tid;	/* 0: free */
-	unsigned char *buf;
-	size_t len, cap;
-};
-
 /* One output frame, as hashed for interning. */
 struct oframe {
 	uint64_t addr, module, rel;	/* module UINT64_MAX: nil */
@@ -70,11 +65,11 @@ struct state {
 	struct sp_addrspaces *as;
 	struct sp_unwinder *u;
 	struct sp_unwind_options uo;
+	struct sp_unwind_regmap regs;	/* the segment's architecture */
 	struct sp_object kernel;	/* the pseudo-module of kernel frames */
 	uint64_t next_module;
 
-	struct copy *copies;
-	size_t capcopies, ncopies;
+	struct sp_ustack_cache copies;	/* the last full stack copy of each thread */
 
 	/* Interned stacks: frames in one arena, a hash of (offset, count). */
 	struct oframe *arena;
@@ -92,41 +87,10 @@ struct state {
 	uint64_t ends[SP_END_COUNT];
 };
 
-static struct copy *copy_get(struct state *st, uint32_t tid)
-{
-	if ((st->ncopies + 1) * 2 > st->capcopies) {
-		size_t ncap = st->capcopies ? st->capcopies * 2 : 64;
-		struct copy *nc = sp_xcalloc(ncap, sizeof(*nc));
-		for (size_t i = 0; i < st->capcopies; i++) {
-			if (!st->copies[i].tid)
-				continue;
-			size_t h = (st->copies[i].tid * 2654435761u) & (ncap - 1);
-			while (nc[h].tid)
-				h = (h + 1) & (ncap - 1);
-			nc[h] = st->copies[i];
-		}
-		free(st->copies);
-		st->copies = nc;
-		st->capcopies = ncap;
-	}
-	size_t h = (tid * 2654435761u) & (st->capcopies - 1);
-	while (st->copies[h].tid && st->copies[h].tid != tid)
-		h = (h + 1) & (st->capcopies - 1);
-	if (!st->copies[h].tid) {
-		st->copies[h].tid = tid;
-		st->ncopies++;
-	}
-	return &st->copies[h];
-}
-
 static void reset_segment(struct state *st)
 {
 	sp_addrspaces_reset(st->as, sp_unwinder_free_object);
-	for (size_t i = 0; i < st->capcopies; i++)
-		free(st->copies[i].buf);
-	free(st->copies);
-	st->copies = NULL;
-	st->capcopies = st->ncopies = 0;
+	sp_ustack_cache_release(&st->copies);
 	st->narena = st->nstacks = 0;
 	if (st->slots)
 		memset(st->slots, 0, st->capslots * sizeof(*st->slots));
@@ -151,18 +115,18 @@ static uint64_t module_id(struct state *st, struct sp_object *o)
 	if (o->out_id != UINT64_MAX)
 		return o->out_id;
 	o->out_id = st->next_module++;
-	msgpack_packer *pk = sp_writer_packer(st->w);
-	bool kernel = o == &st->kernel;
-	msgpack_pack_map(pk, 4 + (o->build_id_len > 0) + (o->anon_pid != 0));
-	sp_pack_kv_str(pk, "t", "module");
-	sp_pack_kv_u64(pk, "id", o->out_id);
-	sp_pack_kv_str(pk, "path", o->path);
-	sp_pack_kv_str(pk, "kind", kernel ? "kernel" : object_kind(o));
+	struct sp_mapw m;
+	sp_mapw_begin(&m, st->w);
+	sp_mapw_str(&m, "t", "module");
+	sp_mapw_u64(&m, "id", o->out_id);
+	sp_mapw_str(&m, "path", o->path);
+	sp_mapw_str(&m, "kind", o == &st->kernel ? "kernel" : object_kind(o));
 	if (o->build_id_len > 0)
-		sp_pack_kv_bin(pk, o->content_id ? "content_id" : "build_id", o->build_id,
-			       (size_t)o->build_id_len);
+		sp_mapw_bin(&m, o->content_id ? "content_id" : "build_id", o->build_id,
+			    (size_t)o->build_id_len);
 	if (o->anon_pid)
-		sp_pack_kv_u64(pk, "pid", o->anon_pid);
+		sp_mapw_u64(&m, "pid", o->anon_pid);
+	sp_mapw_end(&m);
 	return o->out_id;
 }
 
@@ -217,11 +181,11 @@ static uint64_t intern(struct state *st, const struct oframe *f, size_t n)
 		i = (i + 1) & (st->capslots - 1);
 	st->slots[i] = k + 1;
 
-	msgpack_packer *pk = sp_writer_packer(st->w);
-	msgpack_pack_map(pk, 3);
-	sp_pack_kv_str(pk, "t", "stack");
-	sp_pack_kv_u64(pk, "id", k);
-	sp_pack_key(pk, "frames");
+	struct sp_mapw m;
+	sp_mapw_begin(&m, st->w);
+	sp_mapw_str(&m, "t", "stack");
+	sp_mapw_u64(&m, "id", k);
+	msgpack_packer *pk = sp_mapw_key(&m, "frames");
 	msgpack_pack_array(pk, n);
 	for (size_t j = 0; j < n; j++) {
 		msgpack_pack_array(pk, 4);
@@ -233,6 +197,7 @@ static uint64_t intern(struct state *st, const struct oframe *f, size_t n)
 		msgpack_pack_uint64(pk, f[j].rel);
 		msgpack_pack_uint64(pk, f[j].flags);
 	}
+	sp_mapw_end(&m);
 	return k;
 }
 
@@ -247,48 +212,22 @@ static bool raw_key(const msgpack_object *k)
 	return false;
 }
 
-static void unwind_sample(struct state *st, const struct sp_record *rec, unsigned max_depth)
+/* Copies one key and its value of an input record into a map being written. */
+static void copy_kv(struct sp_mapw *out, const msgpack_object_kv *kv)
 {
-	const msgpack_object *m = rec->map;
-	uint64_t pid = 0, tid = 0, shared = 0, abi = 0;
-	bool full = false;
-	sp_map_u64(m, "pid", &pid);
-	sp_map_u64(m, "tid", &tid);
-	sp_map_u64(m, "ustack_shared", &shared);
-	sp_map_u64(m, "abi", &abi);
-	sp_map_bool(m, "ustack_full", &full);
-	const void *us = NULL;
-	size_t uslen = 0;
-	if (!sp_map_bin(m, "ustack", &us, &uslen))
-		uslen = 0;
-	st->samples++;
+	/* The key is a msgpack object, not a C string: counted here, packed as is. */
+	out->n++;
+	msgpack_packer *pk = sp_writer_packer(out->w);
+	msgpack_pack_object(pk, kv->key);
+	msgpack_pack_object(pk, kv->val);
+}
 
-	/* The full copy: this sample's bytes, then the shared tail. */
-	struct copy *c = NULL;
-	if (uslen || shared) {
-		c = copy_get(st, (uint32_t)tid);
-		size_t total = uslen + shared;
-		if (shared > c->len) {
-			st->bad_copies++;
-			total = uslen;
-			shared = 0;
-		}
-		if (total > c->cap) {
-			unsigned char *nb = sp_xmalloc(total);
-			if (shared)
-				memcpy(nb + uslen, c->buf + c->len - shared, shared);
-			free(c->buf);
-			c->buf = nb;
-			c->cap = total;
-		} else if (shared) {
-			memmove(c->buf + uslen, c->buf + c->len - shared, shared);
-		}
-		if (uslen)
-			memcpy(c->buf, us, uslen);
-		c->len = total;
-	}
-
+/* Kernel frames, then the user frames; returns how many are in st->frames. */
+static size_t unwind_frames(struct state *st, const msgpack_object *m, uint64_t pid,
+			    const unsigned char *copy, size_t len, bool full, unsigned max_depth)
+{
 	size_t n = 0;
+	uint64_t abi = 0;
 	const msgpack_object_array *ks = sp_map_array(m, "kstack");
 	for (uint32_t i = 0; ks && i < ks->size && n < MAX_KERNEL_FRAMES; i++) {
 		if (ks->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
@@ -298,54 +237,75 @@ static void unwind_sample(struct state *st, const struct sp_record *rec, unsigne
 		st->frames[n] = (struct oframe){ a, module_id(st, &st->kernel), a, flags };
 		n++;
 	}
+	sp_map_u64(m, "abi", &abi);
 	const msgpack_object_array *regs = sp_map_array(m, "regs");
-	if (abi && regs && regs->size >= 17) {
-		uint64_t r[17];
-		for (int i = 0; i < 17; i++)
-			r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
-				regs->ptr[i].via.u64 : 0;
-		size_t nu = 0;
-		enum sp_unwind_end end = sp_unwind(st->u, st->as, (uint32_t)pid, r, 17,
-						   c ? c->buf : NULL, c ? c->len : 0, full,
-						   st->uframes, max_depth, &nu);
-		st->user_samples++;
-		st->ends[end]++;
-		for (size_t i = 0; i < nu; i++) {
-			const struct sp_uframe *f = &st->uframes[i];
-			st->frames[n++] = (struct oframe){ f->addr,
-				f->obj ? module_id(st, f->obj) : UINT64_MAX, f->rel, f->flags };
-		}
-		if (end != SP_END_COMPLETE)
-			st->frames[n++] = (struct oframe){ 0, UINT64_MAX, (uint64_t)end, SP_FRAME_MARKER };
+	if (!abi || !regs || regs->size < st->regs.need)
+		return n;
+	uint64_t r[256];
+	size_t nr = regs->size < 256 ? regs->size : 256;
+	for (size_t i = 0; i < nr; i++)
+		r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? regs->ptr[i].via.u64 : 0;
+	size_t nu = 0;
+	enum sp_unwind_end end = sp_unwind(st->u, st->as, (uint32_t)pid, r, nr, copy, len, full,
+					   st->uframes, max_depth, &nu);
+	st->user_samples++;
+	st->ends[end]++;
+	for (size_t i = 0; i < nu; i++) {
+		const struct sp_uframe *f = &st->uframes[i];
+		st->frames[n++] = (struct oframe){ f->addr,
+			f->obj ? module_id(st, f->obj) : UINT64_MAX, f->rel, f->flags };
 	}
+	if (end != SP_END_COMPLETE)
+		st->frames[n++] = (struct oframe){ 0, UINT64_MAX, (uint64_t)end, SP_FRAME_MARKER };
+	return n;
+}
+
+static void unwind_sample(struct state *st, const struct sp_record *rec, unsigned max_depth)
+{
+	const msgpack_object *m = rec->map;
+	uint64_t pid = 0, tid = 0, shared = 0, v;
+	bool full = false;
+	sp_map_u64(m, "pid", &pid);
+	sp_map_u64(m, "tid", &tid);
+	sp_map_u64(m, "ustack_shared", &shared);
+	sp_map_bool(m, "ustack_full", &full);
+	const void *us = NULL;
+	size_t uslen = 0;
+	if (!sp_map_bin(m, "ustack", &us, &uslen))
+		uslen = 0;
+	st->samples++;
+
+	/* The full copy: this sample's bytes, then the shared tail. */
+	const unsigned char *copy;
+	size_t len;
+	int rc = sp_ustack_decode(&st->copies, (uint32_t)tid, us, uslen, shared, &copy, &len);
+	if (rc < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	if (rc == SP_USTACK_BAD_SHARE)
+		st->bad_copies++;
+	size_t n = unwind_frames(st, m, pid, copy, len, full, max_depth);
 	st->frames_out += n;
 
 	/* Module and stack records first, then the sample that uses them. */
 	uint64_t id = n ? intern(st, st->frames, n) : 0;
-	msgpack_packer *pk = sp_writer_packer(st->w);
-	const msgpack_object_map *mm = &m->via.map;
-	size_t keep = 0;
-	for (uint32_t i = 0; i < mm->size; i++)
-		keep += !raw_key(&mm->ptr[i].key);
-	uint64_t v;
-	size_t nkeys = 4 + keep + (n > 0) + sp_map_u64(m, "cpu", &v) + sp_map_u64(m, "period", &v);
-	msgpack_pack_map(pk, nkeys);
-	sp_pack_kv_str(pk, "t", "sample");
-	sp_pack_kv_u64(pk, "pid", pid);
-	sp_pack_kv_u64(pk, "tid", tid);
+	struct sp_mapw out;
+	sp_mapw_begin(&out, st->w);
+	sp_mapw_str(&out, "t", "sample");
+	sp_mapw_u64(&out, "pid", pid);
+	sp_mapw_u64(&out, "tid", tid);
 	if (sp_map_u64(m, "time", &v))
-		sp_pack_kv_u64(pk, "time", v);
+		sp_mapw_u64(&out, "time", v);
 	if (sp_map_u64(m, "cpu", &v))
-		sp_pack_kv_u64(pk, "cpu", v);
+		sp_mapw_u64(&out, "cpu", v);
 	if (sp_map_u64(m, "period", &v))
-		sp_pack_kv_u64(pk, "period", v);
+		sp_mapw_u64(&out, "period", v);
+	const msgpack_object_map *mm = &m->via.map;
 	for (uint32_t i = 0; i < mm->size; i++)
-		if (!raw_key(&mm->ptr[i].key)) {
-			msgpack_pack_object(pk, mm->ptr[i].key);
-			msgpack_pack_object(pk, mm->ptr[i].val);
-		}
+		if (!raw_key(&mm->ptr[i].key))
+			copy_kv(&out, &mm->ptr[i]);
 	if (n)
-		sp_pack_kv_u64(pk, "stack", id);
+		sp_mapw_u64(&out, "stack", id);
+	sp_mapw_end(&out);
 }
 
 /* The unwinder's counters, written just before the capture summary. */
@@ -353,32 +313,33 @@ static void write_unwind_record(struct state *st)
 {
 	struct sp_unwind_stats us;
 	sp_unwinder_stats(st->u, &us);
-	msgpack_packer *pk = sp_writer_packer(st->w);
-	msgpack_pack_map(pk, 16);
-	sp_pack_kv_str(pk, "t", "unwind");
-	sp_pack_kv_u64(pk, "samples", st->samples);
-	sp_pack_kv_u64(pk, "user_samples", st->user_samples);
-	sp_pack_kv_u64(pk, "complete", st->ends[SP_END_COMPLETE]);
-	sp_pack_kv_u64(pk, "frames", st->frames_out);
-	sp_pack_kv_u64(pk, "stacks", st->nstacks);
-	sp_pack_kv_u64(pk, "modules", st->next_module);
-	sp_pack_key(pk, "ends");
-	msgpack_pack_array(pk, SP_END_COUNT);
-	for (int e = 0; e < SP_END_COUNT; e++) {
-		msgpack_pack_map(pk, 4);
-		sp_pack_kv_u64(pk, "code", (uint64_t)e);
-		sp_pack_kv_str(pk, "kind", sp_unwind_end_name((enum sp_unwind_end)e));
-		sp_pack_kv_u64(pk, "count", st->ends[e]);
-		sp_pack_kv_str(pk, "description", sp_unwind_end_description((enum sp_unwind_end)e));
+	struct sp_mapw m, e;
+	sp_mapw_begin(&m, st->w);
+	sp_mapw_str(&m, "t", "unwind");
+	sp_mapw_u64(&m, "samples", st->samples);
+	sp_mapw_u64(&m, "user_samples", st->user_samples);
+	sp_mapw_u64(&m, "complete", st->ends[SP_END_COMPLETE]);
+	sp_mapw_u64(&m, "frames", st->frames_out);
+	sp_mapw_u64(&m, "stacks", st->nstacks);
+	sp_mapw_u64(&m, "modules", st->next_module);
+	msgpack_pack_array(sp_mapw_key(&m, "ends"), SP_END_COUNT);
+	for (int c = 0; c < SP_END_COUNT; c++) {
+		sp_mapw_begin(&e, st->w);
+		sp_mapw_u64(&e, "code", (uint64_t)c);
+		sp_mapw_str(&e, "kind", sp_unwind_end_name((enum sp_unwind_end)c));
+		sp_mapw_u64(&e, "count", st->ends[c]);
+		sp_mapw_str(&e, "description", sp_unwind_end_description((enum sp_unwind_end)c));
+		sp_mapw_end(&e);
 	}
-	sp_pack_kv_u64(pk, "bad_shared_copies", st->bad_copies);
-	sp_pack_kv_u64(pk, "cache_hits", us.cache_hits);
-	sp_pack_kv_u64(pk, "cache_misses", us.cache_misses);
-	sp_pack_kv_u64(pk, "fp_frames", us.fp_frames);
-	sp_pack_kv_u64(pk, "scan_frames", us.scan_frames);
-	sp_pack_kv_u64(pk, "modules_opened", us.modules_opened);
-	sp_pack_kv_u64(pk, "modules_missing", us.modules_missing);
-	sp_pack_kv_u64(pk, "modules_mismatched", us.modules_mismatched);
+	sp_mapw_u64(&m, "bad_shared_copies", st->bad_copies);
+	sp_mapw_u64(&m, "cache_hits", us.cache_hits);
+	sp_mapw_u64(&m, "cache_misses", us.cache_misses);
+	sp_mapw_u64(&m, "fp_frames", us.fp_frames);
+	sp_mapw_u64(&m, "scan_frames", us.scan_frames);
+	sp_mapw_u64(&m, "modules_opened", us.modules_opened);
+	sp_mapw_u64(&m, "modules_missing", us.modules_missing);
+	sp_mapw_u64(&m, "modules_mismatched", us.modules_mismatched);
+	sp_mapw_end(&m);
 }
 
 /* The capture summary with this stage's truncation count. */
@@ -459,6 +420,8 @@ int main(int argc, char **argv)
 	st.uo = (struct sp_unwind_options){ .root = root, .module_dirs = dirs,
 					    .nmodule_dirs = ndirs, .max_depth = max_depth,
 					    .fp_fallback = fp };
+	sp_unwind_regmap_native(&st.regs, &sp_arch_x86_64);
+	sp_ustack_cache_init(&st.copies);
 	st.u = sp_unwinder_new(&st.uo);
 	st.kernel.path = "[kernel.kallsyms]";
 	st.kernel.out_id = UINT64_MAX;
@@ -490,9 +453,16 @@ int main(int argc, char **argv)
 				status = SP_EXIT_FATAL;
 				goto done;
 			}
+			struct sp_error err = { 0 };
+			if (sp_unwind_regmap_select(&st.regs, rec.map, &err) < 0) {
+				sp_warn("%s", sp_error_message(&err));
+				status = SP_EXIT_FATAL;
+				goto done;
+			}
 			reset_segment(&st);
 			sp_unwinder_free(st.u);
 			st.uo.this_host = sp_header_same_boot(rec.map);
+			st.uo.regs = &st.regs;
 			st.u = sp_unwinder_new(&st.uo);
 			if (!st.u)
 				sp_die(SP_EXIT_FATAL, "out of memory");
@@ -534,9 +504,7 @@ done:
 	sp_reader_free(r);
 	sp_addrspaces_free(st.as, sp_unwinder_free_object);
 	sp_unwinder_free(st.u);
-	for (size_t i = 0; i < st.capcopies; i++)
-		free(st.copies[i].buf);
-	free(st.copies);
+	sp_ustack_cache_release(&st.copies);
 	free(st.arena);
 	free(st.stacks);
 	free(st.slots);

@@ -14,6 +14,7 @@
 
 #include "stream/vocab.h"
 #include "unwind/addrspace.h"
+#include "unwind/arch.h"
 
 
 struct sp_unwind_options {
@@ -23,6 +24,12 @@ struct sp_unwind_options {
 	unsigned max_depth;		/* user frames */
 	bool fp_fallback;
 	bool this_host;			/* the stream was recorded in this boot */
+	/*
+	 * The architecture and how samples hold its registers
+	 * (sp_unwind_regmap_select()); copied.  NULL: x86_64, the registers
+	 * in its reg_names order.
+	 */
+	const struct sp_unwind_regmap *regs;
 };
 
 /* One user frame. */
@@ -47,12 +54,16 @@ void sp_unwinder_free(struct sp_unwinder *u);
 /* Frees the state the unwinder hung on an object (sp_addrspaces_free()). */
 void sp_unwinder_free_object(void *priv);
 
+/* The backend the unwinder was made for. */
+const struct sp_unwind_arch *sp_unwinder_arch(const struct sp_unwinder *u);
+
 /*
- * Unwinds one user stack.  regs are in the order of the stream's x86_64
- * reg_names (ax bx cx dx si di bp sp ip r8-r15); stack is the full copy,
- * starting at the stack pointer; full says it filled its window.
- * Stores at most max frames in out and their number in *n, the first
- * being the interrupted instruction, and returns why the stack ends.
+ * Unwinds one user stack.  regs are one sample's registers in the order
+ * of the stream's reg_names (the options' regs map them; too few end the
+ * stack at once as SP_END_BAD_CFA); stack is the full copy, starting at
+ * the stack pointer; full says it filled its window.  Stores at most max
+ * frames in out and their number in *n, the first being the interrupted
+ * instruction, and returns why the stack ends.
  */
 enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			     uint32_t pid, const uint64_t *regs, size_t nregs,

@@ -1,0 +1,120 @@
+/*
+ * What the unwinder's files share and nobody else sees: the state hung
+ * on a module (its ELF file, its CFI and the cache of compiled rules),
+ * the compiled rule, and the stack copy frames are read from.
+ */
+#ifndef SP_UNWIND_INTERNAL_H
+#define SP_UNWIND_INTERNAL_H
+
+#include <elfutils/libdw.h>
+#include <string.h>
+
+#include "util/hashmap.h"
+#include "unwind/arch.h"
+#include "unwind/unwind.h"
+
+struct sp_unwinder {
+	struct sp_unwind_options o;
+	struct sp_unwind_regmap regs;
+	const struct sp_unwind_arch *arch;
+	struct sp_unwind_stats st;
+};
+
+/* How a rule recovers one register of the caller. */
+enum { R_UNDEF, R_SAME, R_OFFSET, R_VAL_OFFSET, R_EXPR };
+
+/* A DWARF expression a rule keeps: it lives as long as the CFI, or in owned. */
+struct rule_expr {
+	const Dwarf_Op *ops;
+	size_t nops;
+};
+
+/*
+ * libdw's answer for one address, compiled: CFA = register + offset (or
+ * an expression), and for each DWARF column of the architecture a kind
+ * and an offset from the CFA.
+ */
+struct rule {
+	bool none;		/* no CFI covers the address */
+	bool signal;		/* a signal frame: its caller's pc is exact */
+	bool cfa_simple;
+	uint8_t cfa_reg;
+	int64_t cfa_off;
+	struct rule_expr cfa;
+	uint8_t kind[SP_ARCH_MAX_REGS];
+	int64_t off[SP_ARCH_MAX_REGS];
+	struct rule_expr *expr;	/* per column, NULL when no column has R_EXPR */
+	Dwarf_Frame *frame;	/* kept while cfa.ops point into it */
+	Dwarf_Op *owned;	/* copies of short expressions */
+};
+
+struct load {
+	uint64_t off, vaddr, filesz;
+};
+
+enum { M_OK, M_MISSING, M_MISMATCH };
+
+struct modstate {
+	int state;
+	int fd;
+	void *image;		/* the vDSO read from this process */
+	Elf *elf;
+	Dwarf *dw;
+	Dwarf_CFI *eh, *dbg;
+	struct load *loads;
+	size_t nloads;
+	struct sp_u64map rules;	/* looked-up address -> struct rule */
+};
+
+/* The stack copy: it covers [base, base + len). */
+struct stackcopy {
+	const unsigned char *stack;
+	uint64_t base, len;
+	bool full;
+};
+
+/* Reads 8 bytes of the copy; returns 0 or the end reason. */
+static inline int sp_stack_read8(const struct stackcopy *c, uint64_t addr, uint64_t *v)
+{
+	if (addr < c->base)
+		return SP_END_BAD_CFA;
+	if (addr - c->base > c->len || c->len - (addr - c->base) < 8)
+		return c->full ? SP_END_TRUNCATED : SP_END_OUTSIDE_COPY;
+	memcpy(v, c->stack + (addr - c->base), 8);
+	return 0;
+}
+
+/* module.c: the state of an object, opened on first use (NULL: out of memory). */
+struct modstate *sp_unwind_module(struct sp_unwinder *u, struct sp_object *obj);
+
+/*
+ * cfi.c: compiles and caches the rule for a module-relative address not
+ * in the cache yet.  Returns NULL when memory runs out.
+ */
+const struct rule *sp_unwind_rule_miss(struct sp_unwinder *u, struct modstate *ms, uint64_t addr);
+
+/* The rule for a module-relative address: a table lookup once it is cached. */
+static inline const struct rule *sp_unwind_rule(struct sp_unwinder *u, struct modstate *ms,
+						uint64_t addr)
+{
+	const struct rule *r = sp_u64map_get(&ms->rules, addr);
+	if (r) {
+		u->st.cache_hits++;
+		return r;
+	}
+	return sp_unwind_rule_miss(u, ms, addr);
+}
+
+/* cfi.c: frees a module's rules. */
+void sp_unwind_rules_free(struct modstate *ms);
+
+/*
+ * cfi.c: evaluates a DWARF expression over registers r and the copy;
+ * *is_value is set when it ends with DW_OP_stack_value.  Returns 0 or an
+ * end reason.
+ */
+int sp_unwind_eval(const struct rule_expr *e, const struct sp_arch_regs *r,
+		   const struct stackcopy *c, unsigned nregs, uint64_t cfa, bool have_cfa,
+		   uint64_t *out, bool *is_value);
+
+#endif
