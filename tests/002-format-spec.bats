@@ -6,6 +6,8 @@ load helper
 
 # Lines "record key type required" from the X-macros of record.h.
 schema_from_code() {
+	local -
+	set -o pipefail
 	sed -n 's/^[[:space:]]*X(\([A-Z]*\), "\([a-z_]*\)", \([A-Z_]*\), SP_\(REQ\|OPT\)).*/\1 \2 \3 \4/p' "$TOP/libcommon/stream/record.h" |
 		awk '{ t = tolower($3); if (t == "uint_or_nil") t = "uint or nil"
 		       print tolower($1), $2, t, ($4 == "REQ" ? "yes" : "no") }' | sort
@@ -13,6 +15,8 @@ schema_from_code() {
 
 # The same from the tables under the "### record" headings of the spec.
 schema_from_spec() {
+	local -
+	set -o pipefail
 	awk -F'|' '
 		/^### / { rec = $0; sub(/^### /, "", rec); next }
 		/^## / { rec = "" }

@@ -74,7 +74,7 @@ start() {
 	run timeout 20 sp-capture -o "$S" -p "$P"
 	[ "$status" -eq 0 ]
 	[ "$(summary "$S" samples)" -gt 0 ]
-	! kill -0 "$P" 2>/dev/null
+	run ! kill -0 "$P"
 }
 
 @test "SIGINT in the middle still yields a complete stream" {

@@ -14,6 +14,8 @@ setup() {
 
 # build_id FILE: the hex build-id of an ELF file.
 build_id() {
+	local -
+	set -o pipefail
 	readelf -n "$1" | awk '/Build ID/ { print $3 }'
 }
 

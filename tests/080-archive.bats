@@ -24,6 +24,8 @@ run_host() {
 
 # local_fold RAW: the folded output of the local pipeline.
 local_fold() {
+	local -
+	set -o pipefail
 	sp-unwind "$1" | sp-symbolize --kallsyms none | sp-fold
 }
 
@@ -38,7 +40,7 @@ local_fold() {
 	# The other host: the recording host's files are gone.
 	mv "$W" "$W.gone"
 	sp-unwind "$R" | sp-symbolize --kallsyms none | sp-fold > "$BATS_TEST_TMPDIR/noarch.folded"
-	! grep -q 'leaf_compute' "$BATS_TEST_TMPDIR/noarch.folded"
+	run -1 grep -q 'leaf_compute' "$BATS_TEST_TMPDIR/noarch.folded"
 	sp-unwind --archive "$A" "$R" | sp-symbolize --kallsyms none --archive "$A" | sp-fold > "$BATS_TEST_TMPDIR/remote.folded"
 	diff "$BATS_TEST_TMPDIR/local.folded" "$BATS_TEST_TMPDIR/remote.folded"
 	mv "$W.gone" "$W"
@@ -75,7 +77,7 @@ local_fold() {
 	# The first process ran the old binary, the second the new one.
 	grep -q '^spin-[0-9]*;.*leaf_compute' "$BATS_TEST_TMPDIR/f"
 	grep -q '^spin-[0-9]*;.*deep_recurse' "$BATS_TEST_TMPDIR/f"
-	! grep -q 'deep_recurse.*leaf_compute\|leaf_compute.*deep_recurse' "$BATS_TEST_TMPDIR/f"
+	run -1 grep -q 'deep_recurse.*leaf_compute\|leaf_compute.*deep_recurse' "$BATS_TEST_TMPDIR/f"
 }
 
 @test "a library upgraded in place: a mismatch without --archive, right with it" {
@@ -101,12 +103,13 @@ local_fold() {
 	grep -q 'py::py_inner:' "$BATS_TEST_TMPDIR/f"
 	# Without the archive the names are gone with the file.
 	sp-unwind "$R" | sp-symbolize | sp-fold > "$BATS_TEST_TMPDIR/g"
-	! grep -q 'py::py_inner:' "$BATS_TEST_TMPDIR/g"
+	run -1 grep -q 'py::py_inner:' "$BATS_TEST_TMPDIR/g"
 }
 
 @test "files without a build-id get a content identity and are verified by it" {
 	gcc -O2 -g -Wl,--build-id=none -o "$W/nobid" "$TOP/tests/workloads/deep.c"
-	! readelf -n "$W/nobid" | grep -q 'Build ID'
+	run -0 readelf -n "$W/nobid"
+	run -1 grep -q 'Build ID' <<< "$output"
 	sp-capture -q --archive "$A" -o "$R" -- "$W/nobid" 0.3
 	cid=$(sp-cat -t map "$R" | jq -r "select(.path==\"$W/nobid\") | .content_id[\"\$bin\"]" | head -n 1)
 	[ "$(echo "$cid" | base64 -d | od -An -tx1 | tr -d ' \n')" = "$(sha1sum "$W/nobid" | cut -c1-40)" ]
