@@ -116,3 +116,83 @@ build_id() {
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"already unwound"* ]]
 }
+
+# restream IN OUT PYTHON: a copy of a stream, each record (a dict r, from
+# its JSON line) changed by a Python statement.
+restream() {
+	local -
+	set -o pipefail
+	sp-cat "$1" | /usr/bin/python3 -c '
+import json, sys
+change = compile(sys.argv[1], "change", "exec")
+for line in sys.stdin:
+    r = json.loads(line)
+    exec(change, {"r": r})
+    print(json.dumps(r, separators=(",", ":")))' "$3" | sp-cat --from-json > "$2"
+}
+
+AARCH64_REGS='["x%d" % i for i in range(30)] + ["lr", "sp", "pc"]'
+
+@test "a stream of an architecture without a backend is refused with exit 2" {
+	sp-capture -q -o "$R" -- "$WORKLOADS/spin" 0.3
+	restream "$R" "$BATS_TEST_TMPDIR/riscv.sps" \
+		'if r["t"] == "header": r["host"]["arch"] = "riscv64"; r["reg_names"] = ["pc", "ra", "sp"]'
+	run --separate-stderr sp-unwind -o "$U" "$BATS_TEST_TMPDIR/riscv.sps"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "sp-unwind: cannot unwind riscv64 stacks: no backend for this architecture" ]
+	# Nothing is unwound as if it were x86_64.
+	run sp-cat -t sample "$U"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}
+
+@test "an aarch64 stream is refused, on a pipe too, not unwound as x86_64" {
+	sp-capture -q -o "$R" -- "$WORKLOADS/spin" 0.3
+	restream "$R" "$BATS_TEST_TMPDIR/arm.sps" \
+		'if r["t"] == "header": r["host"]["arch"] = "aarch64"; r["reg_names"] = '"$AARCH64_REGS"'
+if r["t"] == "sample" and "regs" in r: r["regs"] = r["regs"] + [0] * 16'
+	run --separate-stderr sp-unwind -o "$U" "$BATS_TEST_TMPDIR/arm.sps"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "sp-unwind: cannot unwind aarch64 stacks: "* ]]
+	run --separate-stderr sp-unwind < "$BATS_TEST_TMPDIR/arm.sps"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "sp-unwind: cannot unwind aarch64 stacks: "* ]]
+	[[ "$output" != *'"t":"sample"'* ]]
+}
+
+@test "a second segment of a foreign architecture is refused after the first is unwound" {
+	sp-capture -q -o "$R" -- "$WORKLOADS/spin" 0.3
+	restream "$R" "$BATS_TEST_TMPDIR/arm.sps" \
+		'if r["t"] == "header": r["host"]["arch"] = "aarch64"; r["reg_names"] = '"$AARCH64_REGS"
+	cat "$R" "$BATS_TEST_TMPDIR/arm.sps" > "$BATS_TEST_TMPDIR/both.sps"
+	run --separate-stderr sp-unwind -o "$U" "$BATS_TEST_TMPDIR/both.sps"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "sp-unwind: cannot unwind aarch64 stacks: "* ]]
+	[ "$(sp-cat -t sample "$U" | wc -l)" -eq "$(summary "$R" samples)" ]
+}
+
+@test "x86_64 reg_names without a register the unwinder needs are refused" {
+	sp-capture -q -o "$R" -- "$WORKLOADS/spin" 0.3
+	restream "$R" "$BATS_TEST_TMPDIR/bad.sps" \
+		'if r["t"] == "header": r["reg_names"][16] = "flags"'
+	run --separate-stderr sp-unwind -o "$U" "$BATS_TEST_TMPDIR/bad.sps"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "sp-unwind: cannot unwind x86_64 stacks: the header's reg_names have no 'r15'" ]
+}
+
+@test "x86_64 registers are found by name: another order unwinds to the same stacks" {
+	sp-capture -q -o "$R" -- "$WORKLOADS/spin" 0.3
+	# reg_names and every sample's regs reversed, and a register more in front.
+	restream "$R" "$BATS_TEST_TMPDIR/rev.sps" \
+		'if r["t"] == "header": r["reg_names"] = ["flags"] + r["reg_names"][::-1]
+if r["t"] == "sample" and r.get("regs"): r["regs"] = [514] + r["regs"][::-1]'
+	sp-unwind -o "$U" "$R"
+	run sp-unwind -o "$BATS_TEST_TMPDIR/rev.u.sps" "$BATS_TEST_TMPDIR/rev.sps"
+	[ "$status" -eq 0 ]
+	sp-cat -t stack "$U" > "$BATS_TEST_TMPDIR/a"
+	sp-cat -t stack "$BATS_TEST_TMPDIR/rev.u.sps" > "$BATS_TEST_TMPDIR/b"
+	[ "$(lines "$BATS_TEST_TMPDIR/a")" -gt 0 ]
+	cmp "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+	[ "$(unwind_count "$U" complete)" -eq "$(unwind_count "$BATS_TEST_TMPDIR/rev.u.sps" complete)" ]
+	[ "$(unwind_count "$U" complete)" -gt 0 ]
+}
