@@ -22,6 +22,7 @@
 #include "stream/stream.h"
 #include "tool.h"
 #include "stream/vocab.h"
+#include "util/procfs.h"
 
 #define EXIT_CHECK 4	/* sp-stat --check: a threshold was exceeded */
 
@@ -696,16 +697,11 @@ static bool cap_effective(int cap)
 	return v & (1ull << cap);
 }
 
-static long read_long(const char *path)
+/* A kernel setting, or -1 when it cannot be read. */
+static long read_setting(const char *path)
 {
-	FILE *f = fopen(path, "re");
-	long v = -1;
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	int64_t v;
+	return sp_read_i64_file(path, &v) == 0 ? (long)v : -1;
 }
 
 static bool try_event(bool kernel)
@@ -754,10 +750,10 @@ static bool find_python(char *out, size_t len)
 
 static int report_system(bool json, FILE *out)
 {
-	long paranoid = read_long("/proc/sys/kernel/perf_event_paranoid");
-	long kptr = read_long("/proc/sys/kernel/kptr_restrict");
-	long maxrate = read_long("/proc/sys/kernel/perf_event_max_sample_rate");
-	long mlock = read_long("/proc/sys/kernel/perf_event_mlock_kb");
+	long paranoid = read_setting("/proc/sys/kernel/perf_event_paranoid");
+	long kptr = read_setting("/proc/sys/kernel/kptr_restrict");
+	long maxrate = read_setting("/proc/sys/kernel/perf_event_max_sample_rate");
+	long mlock = read_setting("/proc/sys/kernel/perf_event_mlock_kb");
 	bool perfmon = cap_effective(38), sysadmin = cap_effective(21);
 	bool user_ok = try_event(false), kernel_ok = try_event(true);
 	char py[1024] = "";

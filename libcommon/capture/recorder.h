@@ -1,7 +1,9 @@
 /*
  * The recorder: samples processes with perf_event_open and writes the raw
- * stream (format/sp-stream.md).  Core layer: functions return 0 or -1 and
- * keep the message on the handle (sp_recorder_error()); nothing prints.
+ * stream (format/sp-stream.md).  Functions return 0 or -1 and keep the
+ * message on the handle (sp_recorder_error()); nothing prints.  The
+ * kernel settings that bound a recording (sp_max_sample_rate(),
+ * sp_perf_paranoid()) are read by util/procfs.h.
  *
  * Use: sp_recorder_new(), then sp_recorder_attach() for each running
  * process and/or sp_recorder_launch() for a command, then
@@ -115,14 +117,5 @@ bool sp_recorder_kernel_fell_back(const struct sp_recorder *r);
 
 /* The launched command's wait status once it has ended; -1 before. */
 int sp_recorder_command_status(const struct sp_recorder *r);
-
-/*
- * Reads /proc/sys/kernel/perf_event_max_sample_rate.  Returns the cap,
- * or 0 when it cannot be read.
- */
-uint64_t sp_max_sample_rate(void);
-
-/* Reads /proc/sys/kernel/perf_event_paranoid; INT32_MIN when unknown. */
-int sp_perf_paranoid(void);
 
 #endif

@@ -279,3 +279,60 @@ bool sp_path_is_cpython(const char *path, const char **via)
 	}
 	return false;
 }
+
+int sp_read_i64_file(const char *path, int64_t *v)
+{
+	char buf[64];
+	ssize_t n = read_file(path, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	char *end;
+	errno = 0;
+	long long x = strtoll(buf, &end, 10);
+	if (end == buf) {
+		errno = EINVAL;
+		return -1;
+	}
+	*v = x;
+	return 0;
+}
+
+uint64_t sp_max_sample_rate(void)
+{
+	int64_t v;
+	if (sp_read_i64_file("/proc/sys/kernel/perf_event_max_sample_rate", &v) < 0)
+		return 0;
+	return (uint64_t)v;
+}
+
+int sp_perf_paranoid(void)
+{
+	int64_t v;
+	if (sp_read_i64_file("/proc/sys/kernel/perf_event_paranoid", &v) < 0)
+		return INT32_MIN;
+	return (int)v;
+}
+
+int sp_online_cpus(int *cpus, int max)
+{
+	char buf[1024];
+	int n = 0;
+	ssize_t k = read_file("/sys/devices/system/cpu/online", buf, sizeof(buf) - 1);
+	if (k <= 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		for (int i = 0; i < c && i < max; i++)
+			cpus[n++] = i;
+		return n;
+	}
+	buf[k] = '\0';
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ",\n", &save); tok; tok = strtok_r(NULL, ",\n", &save)) {
+		int a, b;
+		if (sscanf(tok, "%d-%d", &a, &b) != 2)
+			b = a = atoi(tok);
+		for (int i = a; i <= b && n < max; i++)
+			cpus[n++] = i;
+	}
+	return n;
+}

@@ -1,6 +1,7 @@
 /*
- * Reading a process's state from /proc.  Core layer: functions return 0
- * or -1 with errno set, and never print.
+ * Reading /proc and /sys: a process's state, and the kernel settings that
+ * govern perf events.  The library's one /proc reader: functions return
+ * 0 or -1 with errno set, and never print.
  */
 #ifndef SP_PROCFS_H
 #define SP_PROCFS_H
@@ -76,5 +77,29 @@ int sp_proc_descendants(const pid_t *roots, size_t nroots, pid_t **out, size_t *
 /* Whether the file name looks like a CPython runtime: python3, python3.12,
    libpython3.12.so.1.0.  *via is set to "exe" or "libpython". */
 bool sp_path_is_cpython(const char *path, const char **via);
+
+/*
+ * Reads the decimal integer that starts a one-value file such as
+ * /proc/sys/kernel/perf_event_paranoid.  Returns 0, or -1 with errno set
+ * (EINVAL when the file does not start with a number).
+ */
+int sp_read_i64_file(const char *path, int64_t *v);
+
+/*
+ * /proc/sys/kernel/perf_event_max_sample_rate: the highest sampling
+ * frequency allowed, which the kernel lowers on its own under load.
+ * Returns the cap, or 0 when it cannot be read.
+ */
+uint64_t sp_max_sample_rate(void);
+
+/* /proc/sys/kernel/perf_event_paranoid; INT32_MIN when it cannot be read. */
+int sp_perf_paranoid(void);
+
+/*
+ * The online CPUs, from /sys/devices/system/cpu/online (a list such as
+ * "0-3,6"), at most max of them into cpus; when the list cannot be read,
+ * CPUs 0 to sysconf(_SC_NPROCESSORS_ONLN) - 1.  Returns how many.
+ */
+int sp_online_cpus(int *cpus, int max);
 
 #endif

@@ -1,0 +1,218 @@
+/*
+ * Perf events (recorder-int.h): one software CPU-clock event per (thread,
+ * CPU), because the kernel refuses mmap() of an inherited per-task event
+ * with cpu == -1.  Each event is redirected into its CPU's ring (ring.c).
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture/recorder-int.h"
+#include "util/alloc.h"
+#include "util/procfs.h"
+
+static long perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu)
+{
+	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void fill_attr(const struct sp_recorder *r, struct perf_event_attr *a, bool on_exec)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->freq = 1;
+	a->sample_freq = r->o.frequency;
+	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			 PERF_SAMPLE_PERIOD | PERF_SAMPLE_REGS_USER |
+			 PERF_SAMPLE_STACK_USER;
+	if (r->kernel_enabled)
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	a->sample_regs_user = SP_REC_REGS_MASK;
+	a->sample_stack_user = r->o.stack_size;
+	a->exclude_kernel = !r->kernel_enabled;
+	a->exclude_hv = 1;
+	/* User frames come from the stack copy, never from the callchain. */
+	a->exclude_callchain_user = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->build_id = r->use_build_id;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(r->ring_pages * (size_t)sysconf(_SC_PAGESIZE) / 4);
+	a->inherit = r->o.inherit;
+	a->disabled = 1;
+	a->enable_on_exec = on_exec;
+	if (r->use_format_lost)
+		a->read_format = PERF_FORMAT_LOST;
+}
+
+static int add_event(struct sp_recorder *r, int fd, pid_t pid, pid_t tid, int cpu)
+{
+	if (SP_ALLOC_GROW(r->events, r->nevents + 1, r->allocevents) < 0)
+		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
+	r->events[r->nevents++] = (struct sp_rec_event){ fd, pid, tid, cpu };
+	return 0;
+}
+
+static int permission_hint(struct sp_recorder *r, pid_t tid, int e)
+{
+	int par = sp_perf_paranoid();
+	sp_error_set(&r->err, SP_ERR_PERMISSION,
+		     "cannot open a perf event for thread %d: %s (perf_event_paranoid is %d); "
+		     "profile a process you own%s, lower -F, grant CAP_PERFMON "
+		     "(setcap cap_perfmon,cap_sys_ptrace+ep sp-capture), "
+		     "or lower kernel.perf_event_paranoid", (int)tid, strerror(e), par,
+		     r->kernel_enabled ? ", drop --kernel" : "");
+	r->err.errnum = e;
+	return -1;
+}
+
+/*
+ * Opens the events of one thread on every CPU.  Returns 0, 1 when the
+ * thread no longer exists, or -1.
+ */
+int sp_rec_open_thread(struct sp_recorder *r, pid_t pid, pid_t tid, bool on_exec)
+{
+	for (int ci = 0; ci < r->ncpus; ci++) {
+		struct perf_event_attr a;
+		long fd;
+		for (;;) {
+			fill_attr(r, &a, on_exec);
+			fd = perf_event_open(&a, tid, r->cpus[ci]);
+			if (fd >= 0)
+				break;
+			int e = errno;
+			if (e == ESRCH)
+				return 1;
+			if ((e == EACCES || e == EPERM) && r->kernel_enabled && r->nevents == 0) {
+				/* Kernel sampling denied: fall back to user only. */
+				r->kernel_enabled = false;
+				r->kernel_fell_back = true;
+				continue;
+			}
+			if (e == EINVAL && r->use_build_id) {
+				r->use_build_id = false;	/* before Linux 5.12 */
+				continue;
+			}
+			if (e == EINVAL && r->use_format_lost) {
+				r->use_format_lost = false;	/* before Linux 6.0 */
+				continue;
+			}
+			if (e == EACCES || e == EPERM)
+				return permission_hint(r, tid, e);
+			if (e == EMFILE)
+				return sp_error_set(&r->err, SP_ERR_LIMIT,
+						    "too many open files opening events for thread %d "
+						    "(raise the limit with ulimit -n)", (int)tid);
+			errno = e;
+			return sp_error_errno(&r->err, "cannot open a perf event for thread %d on CPU %d",
+					      (int)tid, r->cpus[ci]);
+		}
+		if (sp_rec_ring_attach(r, (int)fd, ci) < 0 ||
+		    add_event(r, (int)fd, pid, tid, r->cpus[ci]) < 0) {
+			close((int)fd);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Opens events for every thread of pid that has none yet, and with synth
+ * writes a thread record for each.  Returns 0, 1 when pid itself has
+ * gone, or -1.
+ */
+int sp_rec_open_threads(struct sp_recorder *r, pid_t pid, uint64_t time, bool synth)
+{
+	pid_t *tids;
+	size_t n;
+	if (sp_proc_tasks(pid, &tids, &n) < 0)
+		return errno == ENOENT ? 1 :
+			sp_error_errno(&r->err, "cannot list the threads of %d", (int)pid);
+	int rc = 0;
+	for (size_t i = 0; i < n && rc >= 0; i++) {
+		bool have = false;
+		for (size_t j = 0; j < r->nevents && !have; j++)
+			have = r->events[j].tid == tids[i];
+		if (have)
+			continue;
+		int k = sp_rec_open_thread(r, pid, tids[i], false);
+		if (k < 0)
+			rc = -1;
+		else if (k == 0 && synth)
+			sp_rec_synth_thread(r, pid, tids[i], time);
+		else if (k == 1 && tids[i] != pid)
+			r->errors[SP_E_THREAD_ATTACH_FAILED]++;
+		else if (k == 1)
+			rc = 1;
+	}
+	free(tids);
+	return rc;
+}
+
+void sp_rec_enable_events(struct sp_recorder *r, size_t from)
+{
+	for (size_t i = from; i < r->nevents; i++)
+		ioctl(r->events[i].fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+void sp_rec_disable_events(struct sp_recorder *r)
+{
+	for (size_t i = 0; i < r->nevents; i++)
+		ioctl(r->events[i].fd, PERF_EVENT_IOC_DISABLE, 0);
+}
+
+/* Closes the events from index from on, unmapping the rings they own. */
+void sp_rec_close_events(struct sp_recorder *r, size_t from)
+{
+	for (size_t i = from; i < r->nevents; i++) {
+		for (int ci = 0; ci < r->ncpus; ci++)
+			if (r->rings[ci].fd == r->events[i].fd) {
+				munmap(r->rings[ci].base, r->rings[ci].data_size +
+				       (size_t)sysconf(_SC_PAGESIZE));
+				r->rings[ci].fd = -1;
+			}
+		close(r->events[i].fd);
+	}
+	r->nevents = from;
+}
+
+/* Adds up each event's own count of lost samples (PERF_FORMAT_LOST). */
+void sp_rec_read_format_lost(struct sp_recorder *r)
+{
+	if (!r->use_format_lost)
+		return;
+	for (size_t i = 0; i < r->nevents; i++) {
+		uint64_t v[2];
+		if (read(r->events[i].fd, v, sizeof(v)) == (ssize_t)sizeof(v))
+			r->lost_samples_format += v[1];
+	}
+}
+
+/* Opens events for threads of the targets that have none yet. */
+int sp_recorder_refresh_threads(struct sp_recorder *r)
+{
+	uint64_t t = sp_rec_now_ns();
+	for (size_t i = 0; i < r->ntargets; i++) {
+		if (!r->targets[i].alive)
+			continue;
+		size_t first = r->nevents;
+		if (sp_rec_open_threads(r, r->targets[i].pid, t, true) < 0)
+			return -1;
+		sp_rec_enable_events(r, first);
+	}
+	return 0;
+}

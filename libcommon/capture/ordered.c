@@ -1,0 +1,93 @@
+/*
+ * The queue (recorder-int.h): records converted from every ring, written
+ * in time order.  The kernel orders the records of one ring, not those of
+ * different CPUs, and a sample must follow the mmap or fork that explains
+ * it: so a drain converts everything, then writes only what is stamped
+ * before the instant it began, and keeps the rest for the next round.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture/recorder-int.h"
+#include "util/alloc.h"
+
+int sp_rec_q_end(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time, size_t start)
+{
+	if (r->qbuf.oom || SP_ALLOC_GROW(r->q, r->nq + 1, r->allocq) < 0)
+		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
+	r->q[r->nq++] = (struct sp_rec_qent){
+		.time = time, .seq = r->seq++, .off = start, .len = r->qbuf.len - start,
+		.kind = kind,
+	};
+	return 0;
+}
+
+static int cmp_qent(const void *a, const void *b)
+{
+	const struct sp_rec_qent *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void write_one(struct sp_recorder *r, const struct sp_rec_qent *e)
+{
+	const unsigned char *p = (const unsigned char *)r->qbuf.p + e->off;
+	switch (e->kind) {
+	case SP_REC_SAMPLE:
+		sp_rec_write_sample(r, p);
+		break;
+	case SP_REC_COMM:
+	case SP_REC_TASK:
+	case SP_REC_LOST:
+	case SP_REC_THROTTLE:
+		sp_rec_write_event(r, e->kind, p);
+		break;
+	case SP_REC_MAP:
+	case SP_REC_RUNTIME:
+	case SP_REC_ARCHIVE:
+	case SP_REC_PROCESS:
+	case SP_REC_THREAD:
+		sp_rec_write_synth(r, e->kind, p);
+		break;
+	}
+}
+
+/* Writes queued records stamped at or before limit, in time order. */
+int sp_rec_q_flush(struct sp_recorder *r, uint64_t limit)
+{
+	if (r->qbuf.oom)
+		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory queueing records");
+	if (r->nq == 0)
+		return 0;
+	qsort(r->q, r->nq, sizeof(*r->q), cmp_qent);
+	size_t i = 0;
+	for (; i < r->nq && r->q[i].time <= limit; i++) {
+		/*
+		 * Every record stamped before a sample has been converted by
+		 * now, so a fork that precedes it has made its process known.
+		 */
+		if (r->q[i].sample_pid && !sp_rec_proc_get(r, r->q[i].sample_pid, false))
+			r->errors[SP_E_UNKNOWN_PROCESS]++;
+		write_one(r, &r->q[i]);
+		if (sp_writer_failed(r->w))
+			return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));
+	}
+	/* Keep the rest, compacted, for the next round. */
+	struct sp_buf keep = SP_BUF_INIT;
+	for (size_t j = i; j < r->nq; j++) {
+		struct sp_rec_qent e = r->q[j];
+		size_t off = keep.len;
+		sp_buf_add(&keep, r->qbuf.p + e.off, e.len);
+		e.off = off;
+		r->q[j - i] = e;
+	}
+	if (keep.oom) {
+		sp_buf_release(&keep);
+		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
+	}
+	r->nq -= i;
+	sp_buf_release(&r->qbuf);
+	r->qbuf = keep;
+	return 0;
+}

@@ -1,0 +1,275 @@
+/*
+ * The recorder's internals, shared by the files of the capture layer and
+ * by nothing else (the public surface is capture/recorder.h).
+ *
+ *   events.c     perf events: attributes, one event per (thread, CPU),
+ *                permission hints, enabling, closing, lost counts
+ *   ring.c       ring buffers: sizing, mapping, draining, and converting
+ *                each kernel record into a record in the queue
+ *   sample.c     samples: checked and queued as they came, written with
+ *                their stack copy's shared tail
+ *   ordered.c    the queue of stream records and its flush in time order
+ *   synthetic.c  records synthesized from /proc at attach, the build-id
+ *                cache, and the records both paths write (map, runtime,
+ *                archive)
+ *   attach.c     attaching to processes, launching a command, SIGSTOP
+ *                and SIGCONT of targets, reaping the command
+ *   recorder.c   the handle: new, free, start (header), poll, finish
+ *                (summary)
+ *
+ * Invariants:
+ * - Every record but the header and the summary goes through the queue,
+ *   and is packed only when it is written: sp_rec_q_begin() notes where
+ *   it starts in qbuf, the converter appends a struct of its own (and the
+ *   strings it names), sp_rec_q_end() files it under its kind and time.
+ *   sp_rec_q_flush() writes the records stamped at or before a limit, in
+ *   (time, seq) order, each through its kind's writer with sp_mapw (so
+ *   nothing counts keys by hand).  A drain passes the instant it began,
+ *   since every record stamped before it is already in its ring.
+ * - A sample's stack copy shares its tail with the copy written just
+ *   before it for the thread, in time order, which is known only when it
+ *   is written: sp_rec_write_sample() is the one caller of
+ *   sp_ustack_encode().
+ * - rings[ci].fd is the fd of one event in events[] (the first opened on
+ *   that CPU) or -1; closing that event unmaps the ring.
+ * - procs maps a pid to a struct proc it owns; tids holds every thread id
+ *   seen (the value is only a marker); ustacks holds the last stack copy
+ *   written for each thread.
+ * - Functions returning int return 0 or -1 with the message in r->err.
+ *   Nothing in the layer prints or exits.
+ * - stopped_pids (attach.c) is the only global: it is read by
+ *   sp_recorder_continue_targets() from signal handlers.
+ */
+#ifndef SP_CAPTURE_RECORDER_INT_H
+#define SP_CAPTURE_RECORDER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "capture/recorder.h"
+#include "stream/stream.h"
+#include "stream/ustack.h"
+#include "stream/vocab.h"
+#include "util/buildid.h"
+#include "util/error.h"
+#include "util/hashmap.h"
+#include "util/procfs.h"
+#include "util/strbuf.h"
+
+#if defined(__x86_64__)
+/* perf_regs bits: ax bx cx dx si di bp sp ip (0-8) and r8-r15 (16-23). */
+#define SP_REC_REGS_MASK 0xff01ffull
+#define SP_REC_NREGS 17
+#define SP_REC_SP_INDEX 7
+#elif defined(__aarch64__)
+/* perf_regs bits 0-32: x0-x29, lr, sp, pc. */
+#define SP_REC_REGS_MASK 0x1ffffffffull
+#define SP_REC_NREGS 33
+#define SP_REC_SP_INDEX 31
+#else
+#error "stackpulse records registers for x86_64 and aarch64 only"
+#endif
+
+#define SP_REC_MAX_CPUS 1024
+
+/* One CPU's ring buffer, shared by the events of that CPU. */
+struct sp_rec_ring {
+	int fd;			/* the event whose buffer this is; -1 for none */
+	unsigned char *base;	/* the control page, then the data */
+	size_t data_size;
+};
+
+struct sp_rec_event {
+	int fd;
+	pid_t pid, tid;
+	int cpu;
+};
+
+/* What the recorder knows of a process. */
+struct sp_rec_proc {
+	pid_t pid;
+	bool cpython;
+	bool alive;
+	uint64_t start_key;	/* start_time of its process record, or its fork's time */
+	uid_t uid;		/* its owner, for the trust rules of its perf map */
+};
+
+/* A process given to attach or launch. */
+struct sp_rec_target {
+	pid_t pid;
+	int pidfd;		/* -1 when pidfd_open is unavailable */
+	bool alive;
+	bool launched;
+};
+
+/* The kinds of queued records, each with its own writer. */
+enum sp_rec_kind {
+	SP_REC_SAMPLE,		/* sample.c */
+	SP_REC_COMM,		/* ring.c */
+	SP_REC_TASK,
+	SP_REC_LOST,
+	SP_REC_THROTTLE,
+	SP_REC_MAP,		/* synthetic.c */
+	SP_REC_RUNTIME,
+	SP_REC_ARCHIVE,
+	SP_REC_PROCESS,
+	SP_REC_THREAD,
+};
+
+/* A record waiting in the queue to be written in time order. */
+struct sp_rec_qent {
+	uint64_t time, seq;
+	size_t off, len;	/* its bytes in qbuf */
+	pid_t sample_pid;	/* a sample's pid, checked when written; else 0 */
+	enum sp_rec_kind kind;
+};
+
+/* A build-id read from a file, cached by (device, inode). */
+struct sp_rec_bid {
+	uint64_t dev, ino;
+	int len;		/* -1: the file had none, or was unreadable */
+	unsigned char id[SP_BUILD_ID_MAX];
+};
+
+struct sp_recorder {
+	struct sp_recorder_options o;
+	struct sp_writer *w;
+	struct sp_error err;
+
+	int ncpus;
+	int cpus[SP_REC_MAX_CPUS];
+	struct sp_rec_ring rings[SP_REC_MAX_CPUS];
+	size_t ring_pages;
+
+	struct sp_rec_event *events;
+	size_t nevents, allocevents;
+
+	struct sp_u64map procs;		/* pid -> struct sp_rec_proc */
+	struct sp_u64map tids;		/* tid -> a marker: the threads seen */
+	struct sp_ustack_cache ustacks;	/* the last stack copy of each thread */
+
+	struct sp_rec_target *targets;
+	size_t ntargets, alloctargets;
+
+	/* The launched command. */
+	pid_t child;
+	int go_fd, err_fd;
+	int child_status;
+	char **command;
+
+	/* The queue. */
+	struct sp_buf qbuf;
+	struct sp_rec_qent *q;
+	size_t nq, allocq;
+	uint64_t seq;
+	unsigned char *tmp;	/* a record that wraps around the ring's end */
+
+	bool kernel_enabled, kernel_fell_back;
+	bool use_build_id, use_format_lost;
+	bool started, finished;
+	uint64_t start_ns;
+
+	struct sp_rec_bid *bids;
+	size_t nbids, allocbids;
+
+	/* Counters for the summary. */
+	uint64_t sample_events, samples, lost_events, lost_samples_format;
+	uint64_t empty_stack, truncated, ignored_user, throttles;
+	uint64_t skipped_no_pid, skipped_no_tid, skipped_no_time, skipped_no_frames;
+	uint64_t errors[SP_E_COUNT];
+};
+
+/* CLOCK_MONOTONIC in ns, the clock of the events and of the stream. */
+uint64_t sp_rec_now_ns(void);
+
+/* recorder.c: the process record of pid, added when create is set (NULL
+   when absent or out of memory); notes a thread, true the first time. */
+struct sp_rec_proc *sp_rec_proc_get(struct sp_recorder *r, pid_t pid, bool create);
+bool sp_rec_tid_note(struct sp_recorder *r, pid_t tid);
+
+/* events.c */
+int sp_rec_open_thread(struct sp_recorder *r, pid_t pid, pid_t tid, bool on_exec);
+int sp_rec_open_threads(struct sp_recorder *r, pid_t pid, uint64_t time, bool synth);
+void sp_rec_enable_events(struct sp_recorder *r, size_t from);
+void sp_rec_disable_events(struct sp_recorder *r);
+void sp_rec_close_events(struct sp_recorder *r, size_t from);
+void sp_rec_read_format_lost(struct sp_recorder *r);
+
+/* sample.c */
+void sp_rec_handle_sample(struct sp_recorder *r, const unsigned char *rec, size_t size);
+void sp_rec_write_sample(struct sp_recorder *r, const unsigned char *p);
+
+/* ring.c */
+size_t sp_rec_ring_pages(const struct sp_recorder *r);
+int sp_rec_ring_attach(struct sp_recorder *r, int fd, int ci);
+int sp_rec_drain(struct sp_recorder *r, uint64_t limit);
+void sp_rec_write_event(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p);
+
+/* ordered.c: queueing a record, as the first invariant above says. */
+static inline size_t sp_rec_q_begin(struct sp_recorder *r)
+{
+	return r->qbuf.len;
+}
+static inline void sp_rec_q_add(struct sp_recorder *r, const void *p, size_t n)
+{
+	if (n)
+		sp_buf_add(&r->qbuf, p, n);
+}
+int sp_rec_q_end(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time, size_t start);
+int sp_rec_q_flush(struct sp_recorder *r, uint64_t limit);
+
+/* synthetic.c */
+bool sp_rec_is_file_path(const char *path);
+int sp_rec_build_id(struct sp_recorder *r, const char *path, const char *alt,
+		    uint64_t dev, uint64_t ino, unsigned char *id);
+void sp_rec_queue_runtime(struct sp_recorder *r, pid_t pid, uint64_t time,
+			 bool cpython, const char *via);
+void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p);
+void sp_rec_note_mapping_runtime(struct sp_recorder *r, pid_t pid, const char *path,
+				 uint64_t time);
+
+/* A map record; fields the kernel did not give are marked absent. */
+struct sp_rec_map {
+	pid_t pid, tid;		/* tid 0: absent */
+	uint64_t time, start, len, pgoff;
+	const char *path;
+	bool have_dev;		/* maj, min, ino */
+	unsigned maj, min;
+	uint64_t ino;
+	int prot, flags;	/* flags < 0: absent */
+	const unsigned char *build_id;
+	int build_id_len;	/* <= 0: absent */
+	const unsigned char *content_id;	/* 20 bytes, or NULL: absent */
+	bool deleted;
+};
+void sp_rec_queue_map(struct sp_recorder *r, const struct sp_rec_map *m);
+void sp_rec_archive_map(struct sp_recorder *r, pid_t pid, uint64_t time, uint64_t start,
+			uint64_t end, const char *path, const unsigned char *bid, int bidlen,
+			unsigned char *cid, bool *have_cid);
+/* An archive record: a file kept in the --archive directory. */
+struct sp_rec_archive {
+	uint64_t time;
+	const char *kind;	/* "module", "perf-map", "kallsyms" */
+	const char *file;	/* its name in the archive */
+	const char *path;	/* where it was found; NULL: absent */
+	const unsigned char *id;
+	int idlen;		/* <= 0: absent */
+	bool content;		/* id is a content id, not a build-id */
+	bool debug;
+	pid_t pid;		/* 0: absent, with start_time */
+	uint64_t start_time;
+};
+void sp_rec_queue_archive(struct sp_recorder *r, const struct sp_rec_archive *a);
+void sp_rec_synth_process(struct sp_recorder *r, pid_t pid, const struct sp_proc_stat *st,
+			  uint64_t time);
+void sp_rec_synth_thread(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t time);
+/* Writes pid's executable mappings; returns why it is CPython, or NULL. */
+const char *sp_rec_synth_maps(struct sp_recorder *r, pid_t pid, uint64_t time);
+
+/* attach.c */
+int sp_rec_release_command(struct sp_recorder *r);
+void sp_rec_reap_command(struct sp_recorder *r);
+void sp_rec_end_command(struct sp_recorder *r);
+
+#endif

@@ -1,0 +1,410 @@
+/*
+ * Ring buffers (recorder-int.h): one per CPU, shared by every event of
+ * that CPU through PERF_EVENT_IOC_SET_OUTPUT.  A drain copies each
+ * complete record out of each ring and converts it into a queued record
+ * (samples in sample.c); the queue writes them in time order.
+ */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "capture/recorder-int.h"
+
+/* The pages of each CPU's ring (a power of two, without the control page). */
+size_t sp_rec_ring_pages(const struct sp_recorder *r)
+{
+	if (r->o.mmap_pages)
+		return r->o.mmap_pages;
+	/* Room for about 256 samples of the stack window per CPU. */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t want = 256 * ((size_t)r->o.stack_size + 512) / page;
+	size_t pages = 16;
+	while (pages * 2 <= want && pages < 4096)
+		pages *= 2;
+	/*
+	 * Without privilege the rings of all CPUs share one budget:
+	 * perf_event_mlock_kb per CPU plus RLIMIT_MEMLOCK.
+	 */
+	if (geteuid() != 0) {
+		int64_t kb;
+		bool ok = sp_read_i64_file("/proc/sys/kernel/perf_event_mlock_kb", &kb) == 0;
+		struct rlimit rl;
+		uint64_t memlock = getrlimit(RLIMIT_MEMLOCK, &rl) == 0 &&
+				   rl.rlim_cur != RLIM_INFINITY ? rl.rlim_cur : 0;
+		uint64_t budget = (ok ? (uint64_t)kb * 1024 / page * (uint64_t)r->ncpus : 0) +
+				  memlock / page;
+		uint64_t per_cpu = r->ncpus ? budget / (uint64_t)r->ncpus : budget;
+		while (pages > 8 && pages + 1 > per_cpu)
+			pages /= 2;
+	}
+	return pages;
+}
+
+/* Gives the event a ring: the CPU's existing one, or a new mapping. */
+int sp_rec_ring_attach(struct sp_recorder *r, int fd, int ci)
+{
+	struct sp_rec_ring *g = &r->rings[ci];
+	if (g->fd >= 0) {
+		if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, g->fd) < 0)
+			return sp_error_errno(&r->err, "cannot redirect a perf event into the CPU %d buffer",
+					      r->cpus[ci]);
+		return 0;
+	}
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (;;) {
+		size_t len = (r->ring_pages + 1) * page;
+		void *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (base != MAP_FAILED) {
+			g->fd = fd;
+			g->base = base;
+			g->data_size = r->ring_pages * page;
+			return 0;
+		}
+		/* An unprivileged user's locked-memory budget is small. */
+		if ((errno == EPERM || errno == ENOMEM) && r->ring_pages > 8) {
+			r->ring_pages /= 2;
+			continue;
+		}
+		int e = errno;
+		sp_error_set(&r->err, SP_ERR_LIMIT, "cannot map a %zu-page perf buffer for CPU %d: %s "
+			     "(lower --mmap-pages, or raise kernel.perf_event_mlock_kb)",
+			     r->ring_pages, r->cpus[ci], strerror(e));
+		r->err.errnum = e;
+		return -1;
+	}
+}
+
+/* The sample_id_all trailer: TID, TIME, CPU (the order of sample_type bits). */
+struct sample_id {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu;
+};
+
+static struct sample_id trailer(const unsigned char *rec, size_t size)
+{
+	struct sample_id s = { 0 };
+	if (size < sizeof(struct perf_event_header) + 24)
+		return s;
+	const unsigned char *p = rec + size - 24;
+	memcpy(&s.pid, p, 4);
+	memcpy(&s.tid, p + 4, 4);
+	memcpy(&s.time, p + 8, 8);
+	memcpy(&s.cpu, p + 16, 4);
+	return s;
+}
+
+static void bad_record(struct sp_recorder *r)
+{
+	r->errors[SP_E_BAD_KERNEL_RECORD]++;
+}
+
+/* Removes " (deleted)" from the end of a path; says whether it was there. */
+static bool strip_deleted(char *path)
+{
+	static const char del[] = " (deleted)";
+	size_t n = strlen(path), d = sizeof(del) - 1;
+	if (n <= d || strcmp(path + n - d, del) != 0)
+		return false;
+	path[n - d] = '\0';
+	return true;
+}
+
+static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t size,
+			 uint16_t misc)
+{
+	struct {
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		union {
+			struct { uint32_t maj, min; uint64_t ino, ino_generation; };
+			struct { uint8_t build_id_size, r1; uint16_t r2; uint8_t build_id[20]; };
+		};
+		uint32_t prot, flags;
+	} m;
+	size_t hdr = sizeof(struct perf_event_header);
+	if (size < hdr + sizeof(m) + 24) {
+		bad_record(r);
+		return;
+	}
+	memcpy(&m, rec + hdr, sizeof(m));
+	const char *fname = (const char *)rec + hdr + sizeof(m);
+	size_t maxlen = size - hdr - sizeof(m) - 24;
+	char path[4096];
+	size_t pl = strnlen(fname, maxlen);
+	if (pl >= sizeof(path))
+		pl = sizeof(path) - 1;
+	memcpy(path, fname, pl);
+	path[pl] = '\0';
+	struct sample_id id = trailer(rec, size);
+	if (!(m.prot & PROT_EXEC))
+		return;
+	bool deleted = strip_deleted(path);
+	unsigned char bid[SP_BUILD_ID_MAX];
+	int bidlen = 0;
+	bool have_dev = !(misc & PERF_RECORD_MISC_MMAP_BUILD_ID);
+	if (!have_dev) {
+		bidlen = m.build_id_size > 20 ? 20 : m.build_id_size;
+		memcpy(bid, m.build_id, (size_t)bidlen);
+	} else if (sp_rec_is_file_path(path) && !deleted) {
+		bidlen = sp_rec_build_id(r, path, NULL, (uint64_t)m.maj << 32 | m.min, m.ino, bid);
+	}
+	if (bidlen < 0)
+		bidlen = 0;
+	unsigned char cid[20];
+	bool have_cid;
+	sp_rec_archive_map(r, (pid_t)m.pid, id.time, m.addr, m.addr + m.len, path, bid, bidlen,
+			   cid, &have_cid);
+	sp_rec_queue_map(r, &(struct sp_rec_map){
+		.pid = (pid_t)m.pid, .tid = (pid_t)m.tid, .time = id.time, .start = m.addr,
+		.len = m.len, .pgoff = m.pgoff, .path = path, .have_dev = have_dev,
+		.maj = have_dev ? m.maj : 0, .min = have_dev ? m.min : 0,
+		.ino = have_dev ? m.ino : 0, .prot = (int)m.prot, .flags = (int)m.flags,
+		.build_id = bid, .build_id_len = bidlen, .content_id = have_cid ? cid : NULL,
+		.deleted = deleted,
+	});
+	sp_rec_note_mapping_runtime(r, (pid_t)m.pid, path, id.time);
+}
+
+/*
+ * The side-band records as queued: comm and exec, fork and exit, lost,
+ * throttle and unthrottle.
+ */
+struct q_comm {
+	uint32_t pid, tid;
+	uint64_t time;
+	bool exec;
+	char comm[64];
+};
+
+struct q_task {
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+	bool fork;
+};
+
+struct q_lost {
+	uint64_t lost, time;
+	uint32_t cpu;
+	bool samples;
+};
+
+struct q_throttle {
+	uint64_t time;
+	uint32_t cpu;
+	bool throttle;
+};
+
+static void queue(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time,
+		  const void *p, size_t n)
+{
+	size_t s = sp_rec_q_begin(r);
+	sp_rec_q_add(r, p, n);
+	sp_rec_q_end(r, kind, time, s);
+}
+
+static void handle_comm(struct sp_recorder *r, const unsigned char *rec, size_t size,
+			uint16_t misc)
+{
+	size_t hdr = sizeof(struct perf_event_header);
+	struct q_comm c = { 0 };
+	if (size < hdr + 8 + 24) {
+		bad_record(r);
+		return;
+	}
+	memcpy(&c.pid, rec + hdr, 4);
+	memcpy(&c.tid, rec + hdr + 4, 4);
+	size_t cl = strnlen((const char *)rec + hdr + 8, size - hdr - 8 - 24);
+	if (cl >= sizeof(c.comm))
+		cl = sizeof(c.comm) - 1;
+	memcpy(c.comm, rec + hdr + 8, cl);
+	c.time = trailer(rec, size).time;
+	c.exec = misc & PERF_RECORD_MISC_COMM_EXEC;
+	queue(r, SP_REC_COMM, c.time, &c, sizeof(c));
+	if (c.exec) {
+		/* A new program: the status starts over from its name. */
+		struct sp_rec_proc *p = sp_rec_proc_get(r, (pid_t)c.pid, true);
+		const char *via = "none";
+		bool cpy = sp_path_is_cpython(c.comm, &via);
+		if (p)
+			p->cpython = cpy;
+		sp_rec_queue_runtime(r, (pid_t)c.pid, c.time, cpy, cpy ? via : "none");
+	}
+}
+
+static void handle_task(struct sp_recorder *r, const unsigned char *rec, size_t size,
+			bool fork)
+{
+	size_t hdr = sizeof(struct perf_event_header);
+	struct q_task t = { .fork = fork };
+	if (size < hdr + 24) {
+		bad_record(r);
+		return;
+	}
+	memcpy(&t.pid, rec + hdr, 4);
+	memcpy(&t.ppid, rec + hdr + 4, 4);
+	memcpy(&t.tid, rec + hdr + 8, 4);
+	memcpy(&t.ptid, rec + hdr + 12, 4);
+	memcpy(&t.time, rec + hdr + 16, 8);
+	queue(r, SP_REC_TASK, t.time, &t, sizeof(t));
+	if (fork && t.pid != t.ppid) {
+		/* A new process: it starts with its parent's state. */
+		struct sp_rec_proc *parent = sp_rec_proc_get(r, (pid_t)t.ppid, false);
+		bool cpy = parent && parent->cpython;
+		struct sp_rec_proc *p = sp_rec_proc_get(r, (pid_t)t.pid, true);
+		if (p) {
+			p->cpython = cpy;
+			p->alive = true;
+			p->start_key = t.time;
+			p->uid = parent ? parent->uid : getuid();
+		}
+		sp_rec_queue_runtime(r, (pid_t)t.pid, t.time, cpy, cpy ? "parent" : "none");
+	}
+	if (fork)
+		sp_rec_tid_note(r, (pid_t)t.tid);
+	else
+		sp_ustack_forget(&r->ustacks, t.tid);	/* a reused tid starts afresh */
+	if (!fork && t.pid == t.tid) {
+		struct sp_rec_proc *p = sp_rec_proc_get(r, (pid_t)t.pid, false);
+		if (p)
+			p->alive = false;
+	}
+}
+
+static void handle_lost(struct sp_recorder *r, const unsigned char *rec, size_t size,
+			bool samples)
+{
+	size_t hdr = sizeof(struct perf_event_header);
+	/* PERF_RECORD_LOST has an id before the count; LOST_SAMPLES does not. */
+	size_t off = hdr + (samples ? 0 : 8);
+	if (size < off + 8 + 24) {
+		bad_record(r);
+		return;
+	}
+	struct sample_id id = trailer(rec, size);
+	struct q_lost l = { .time = id.time, .cpu = id.cpu, .samples = samples };
+	memcpy(&l.lost, rec + off, 8);
+	r->lost_events += l.lost;
+	queue(r, SP_REC_LOST, l.time, &l, sizeof(l));
+}
+
+static void handle_throttle(struct sp_recorder *r, const unsigned char *rec, size_t size,
+			    bool throttle)
+{
+	size_t hdr = sizeof(struct perf_event_header);
+	if (size < hdr + 24 + 24) {
+		bad_record(r);
+		return;
+	}
+	struct q_throttle t = { .cpu = trailer(rec, size).cpu, .throttle = throttle };
+	memcpy(&t.time, rec + hdr, 8);
+	if (throttle)
+		r->throttles++;
+	queue(r, SP_REC_THROTTLE, t.time, &t, sizeof(t));
+}
+
+/* Writes a queued comm, exec, fork, exit, lost, throttle or unthrottle. */
+void sp_rec_write_event(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, r->w);
+	if (kind == SP_REC_COMM) {
+		struct q_comm c;
+		memcpy(&c, p, sizeof(c));
+		sp_mapw_str(&m, "t", c.exec ? "exec" : "comm");
+		sp_mapw_u64(&m, "pid", c.pid);
+		sp_mapw_u64(&m, "tid", c.tid);
+		sp_mapw_str(&m, "comm", c.comm);
+		sp_mapw_u64(&m, "time", c.time);
+	} else if (kind == SP_REC_TASK) {
+		struct q_task t;
+		memcpy(&t, p, sizeof(t));
+		sp_mapw_str(&m, "t", t.fork ? "fork" : "exit");
+		sp_mapw_u64(&m, "pid", t.pid);
+		sp_mapw_u64(&m, "ppid", t.ppid);
+		sp_mapw_u64(&m, "tid", t.tid);
+		sp_mapw_u64(&m, "ptid", t.ptid);
+		sp_mapw_u64(&m, "time", t.time);
+	} else if (kind == SP_REC_LOST) {
+		struct q_lost l;
+		memcpy(&l, p, sizeof(l));
+		sp_mapw_str(&m, "t", "lost");
+		sp_mapw_u64(&m, "lost", l.lost);
+		sp_mapw_str(&m, "kind", l.samples ? "samples" : "records");
+		sp_mapw_u64(&m, "time", l.time);
+		sp_mapw_u64(&m, "cpu", l.cpu);
+	} else {
+		struct q_throttle t;
+		memcpy(&t, p, sizeof(t));
+		sp_mapw_str(&m, "t", t.throttle ? "throttle" : "unthrottle");
+		sp_mapw_u64(&m, "time", t.time);
+		sp_mapw_u64(&m, "cpu", t.cpu);
+	}
+	sp_mapw_end(&m);
+}
+
+static void handle_record(struct sp_recorder *r, const unsigned char *rec, size_t size)
+{
+	struct perf_event_header h;
+	memcpy(&h, rec, sizeof(h));
+	switch (h.type) {
+	case PERF_RECORD_SAMPLE: sp_rec_handle_sample(r, rec, size); break;
+	case PERF_RECORD_MMAP2: handle_mmap2(r, rec, size, h.misc); break;
+	case PERF_RECORD_COMM: handle_comm(r, rec, size, h.misc); break;
+	case PERF_RECORD_FORK: handle_task(r, rec, size, true); break;
+	case PERF_RECORD_EXIT: handle_task(r, rec, size, false); break;
+	case PERF_RECORD_LOST: handle_lost(r, rec, size, false); break;
+	case PERF_RECORD_LOST_SAMPLES: handle_lost(r, rec, size, true); break;
+	case PERF_RECORD_THROTTLE: handle_throttle(r, rec, size, true); break;
+	case PERF_RECORD_UNTHROTTLE: handle_throttle(r, rec, size, false); break;
+	default: break;	/* other side-band records are not needed */
+	}
+}
+
+/* Copies every complete record out of one ring. */
+static void drain_ring(struct sp_recorder *r, struct sp_rec_ring *g)
+{
+	struct perf_event_mmap_page *pg = (struct perf_event_mmap_page *)g->base;
+	unsigned char *data = g->base + (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = pg->data_tail;
+	uint64_t mask = g->data_size - 1;
+	while (tail < head) {
+		struct perf_event_header h;
+		size_t at = (size_t)(tail & mask);
+		/* Records are 8-byte aligned, so a header never wraps. */
+		memcpy(&h, data + at, sizeof(h));
+		if (h.size < sizeof(h) || h.size > head - tail) {
+			bad_record(r);
+			tail = head;
+			break;
+		}
+		const unsigned char *rec = data + at;
+		if (at + h.size > g->data_size) {
+			size_t first = g->data_size - at;
+			memcpy(r->tmp, data + at, first);
+			memcpy(r->tmp + first, data, h.size - first);
+			rec = r->tmp;
+		}
+		handle_record(r, rec, h.size);
+		tail += h.size;
+	}
+	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* Drains every ring, then writes the queue up to limit and flushes. */
+int sp_rec_drain(struct sp_recorder *r, uint64_t limit)
+{
+	for (int ci = 0; ci < r->ncpus; ci++)
+		if (r->rings[ci].fd >= 0)
+			drain_ring(r, &r->rings[ci]);
+	if (sp_rec_q_flush(r, limit) < 0)
+		return -1;
+	if (sp_writer_flush(r->w) < 0)
+		return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));
+	return 0;
+}

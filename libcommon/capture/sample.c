@@ -1,0 +1,174 @@
+/*
+ * Samples (recorder-int.h): a PERF_RECORD_SAMPLE is checked and kept in
+ * the queue as it came; when its turn comes it is written as a sample
+ * record whose stack copy shares its tail with the thread's previous one
+ * (stream/ustack.h).
+ */
+#include <linux/perf_event.h>
+#include <string.h>
+
+#include "capture/recorder-int.h"
+
+/* A sample as the queue keeps it, followed by regs, kernel ips, stack. */
+struct pending_sample {
+	uint32_t pid, tid, cpu;
+	uint64_t time, period, abi, nregs, nk, dyn;
+	bool full, kernel;
+};
+
+/*
+ * The fields follow sample_type's bit order: TID, TIME, CPU, PERIOD,
+ * CALLCHAIN (with --kernel), REGS_USER, STACK_USER.
+ */
+void sp_rec_handle_sample(struct sp_recorder *r, const unsigned char *rec, size_t size)
+{
+	const unsigned char *p = rec + sizeof(struct perf_event_header), *end = rec + size;
+	uint32_t pid, tid, cpu;
+	uint64_t time, period, nr = 0, abi = 0, ssize = 0, dyn = 0;
+	const unsigned char *ips = NULL, *regs = NULL, *stack = NULL;
+
+#define TAKE(dst, n) do { if ((size_t)(end - p) < (n)) goto bad; memcpy((dst), p, (n)); p += (n); } while (0)
+	TAKE(&pid, 4);
+	TAKE(&tid, 4);
+	TAKE(&time, 8);
+	TAKE(&cpu, 4);
+	p += 4;
+	TAKE(&period, 8);
+	if (r->kernel_enabled) {
+		TAKE(&nr, 8);
+		if ((size_t)(end - p) / 8 < nr)
+			goto bad;
+		ips = p;
+		p += nr * 8;
+	}
+	TAKE(&abi, 8);
+	if (abi) {
+		if ((size_t)(end - p) < SP_REC_NREGS * 8)
+			goto bad;
+		regs = p;
+		p += SP_REC_NREGS * 8;
+	}
+	TAKE(&ssize, 8);
+	if (ssize) {
+		if ((size_t)(end - p) < ssize + 8)
+			goto bad;
+		stack = p;
+		p += ssize;
+		TAKE(&dyn, 8);
+		if (dyn > ssize)
+			dyn = ssize;
+	}
+#undef TAKE
+
+	r->sample_events++;
+	if (pid == 0 || pid == UINT32_MAX) {
+		r->skipped_no_pid++;
+		return;
+	}
+	if (tid == 0 || tid == UINT32_MAX) {
+		r->skipped_no_tid++;
+		return;
+	}
+	if (time == 0) {
+		r->skipped_no_time++;
+		return;
+	}
+	/* Kernel entries only: markers dropped, user entries counted. */
+	uint64_t kframes = 0, ctx = 0;
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t ip;
+		memcpy(&ip, ips + i * 8, 8);
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+			ctx = ip;
+		else if (ctx == (uint64_t)PERF_CONTEXT_KERNEL)
+			kframes++;
+		else if (ctx == (uint64_t)PERF_CONTEXT_USER)
+			r->ignored_user++;
+	}
+	if (!abi)
+		r->errors[SP_E_NO_USER_REGS]++;
+	if (!abi && kframes == 0) {
+		r->skipped_no_frames++;
+		return;
+	}
+	if (abi && dyn == 0) {
+		r->errors[SP_E_NO_USER_STACK]++;
+		if (kframes == 0)
+			r->empty_stack++;
+	}
+	bool full = ssize && dyn == ssize;
+	if (full)
+		r->truncated++;
+	struct pending_sample ps = {
+		.pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = period,
+		.abi = abi, .nregs = abi ? SP_REC_NREGS : 0, .nk = kframes, .dyn = dyn,
+		.full = full, .kernel = r->kernel_enabled,
+	};
+	size_t s = sp_rec_q_begin(r);
+	sp_rec_q_add(r, &ps, sizeof(ps));
+	if (abi)
+		sp_rec_q_add(r, regs, SP_REC_NREGS * 8);
+	ctx = 0;
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t ip;
+		memcpy(&ip, ips + i * 8, 8);
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+			ctx = ip;
+		else if (ctx == (uint64_t)PERF_CONTEXT_KERNEL)
+			sp_rec_q_add(r, &ip, 8);
+	}
+	if (dyn)
+		sp_rec_q_add(r, stack, dyn);
+	if (sp_rec_q_end(r, SP_REC_SAMPLE, time, s) == 0)
+		r->q[r->nq - 1].sample_pid = (pid_t)pid;
+	r->samples++;
+	sp_rec_tid_note(r, (pid_t)tid);
+	return;
+bad:
+	r->errors[SP_E_BAD_KERNEL_RECORD]++;
+}
+
+/* An array of n uint64_t stored unaligned at p. */
+static void pack_u64s(msgpack_packer *pk, const unsigned char *p, size_t n)
+{
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v;
+		memcpy(&v, p + i * 8, 8);
+		msgpack_pack_uint64(pk, v);
+	}
+}
+
+/* Writes a queued sample, sharing its stack copy's tail. */
+void sp_rec_write_sample(struct sp_recorder *r, const unsigned char *p)
+{
+	struct pending_sample ps;
+	memcpy(&ps, p, sizeof(ps));
+	const unsigned char *regs = p + sizeof(ps);
+	const unsigned char *kips = regs + ps.nregs * 8;
+	const unsigned char *stack = kips + ps.nk * 8;
+	size_t shared = 0;
+	/* The kernel copies a stack only with the registers (perf_sample_ustack_size). */
+	if (ps.dyn > 0 && ps.nregs > SP_REC_SP_INDEX) {
+		uint64_t sp;
+		memcpy(&sp, regs + SP_REC_SP_INDEX * 8, 8);
+		sp_ustack_encode(&r->ustacks, ps.tid, sp, stack, ps.dyn, &shared);
+	}
+	struct sp_mapw m;
+	sp_mapw_begin(&m, r->w);
+	sp_mapw_str(&m, "t", "sample");
+	sp_mapw_u64(&m, "pid", ps.pid);
+	sp_mapw_u64(&m, "tid", ps.tid);
+	sp_mapw_u64(&m, "time", ps.time);
+	sp_mapw_u64(&m, "cpu", ps.cpu);
+	sp_mapw_u64(&m, "period", ps.period);
+	sp_mapw_u64(&m, "abi", ps.abi);
+	pack_u64s(sp_mapw_key(&m, "regs"), regs, ps.nregs);
+	sp_mapw_bin(&m, "ustack", stack, ps.dyn - shared);
+	if (shared > 0)
+		sp_mapw_u64(&m, "ustack_shared", shared);
+	sp_mapw_bool(&m, "ustack_full", ps.full);
+	if (ps.kernel && ps.nk > 0)
+		pack_u64s(sp_mapw_key(&m, "kstack"), kips, ps.nk);
+	sp_mapw_end(&m);
+}

@@ -1,0 +1,373 @@
+/*
+ * Synthesized records (recorder-int.h): what a process already was when
+ * the recording began, read from /proc (process, thread and map records,
+ * as perf's synthetic events), and the records both this path and the
+ * kernel's side-band records write: map, runtime and archive.  Build-ids
+ * of mapped files are read once per (device, inode).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "capture/recorder-int.h"
+#include "util/alloc.h"
+
+/* Whether a mapping's path names a file (not //anon, [vdso], ...). */
+bool sp_rec_is_file_path(const char *path)
+{
+	return path[0] == '/' && strncmp(path, "//anon", 6) != 0 &&
+	       strncmp(path, "/memfd:", 7) != 0 && strncmp(path, "/dev/zero", 9) != 0;
+}
+
+/*
+ * The build-id of a mapped file (alt: another path to it, or NULL) into
+ * id; its length, 0 for none, -1 when unreadable.  At most 4096 files are
+ * remembered.
+ */
+int sp_rec_build_id(struct sp_recorder *r, const char *path, const char *alt,
+		    uint64_t dev, uint64_t ino, unsigned char *id)
+{
+	for (size_t i = 0; i < r->nbids && ino != 0; i++)
+		if (r->bids[i].dev == dev && r->bids[i].ino == ino) {
+			memcpy(id, r->bids[i].id, (size_t)(r->bids[i].len > 0 ? r->bids[i].len : 0));
+			return r->bids[i].len;
+		}
+	int n = sp_build_id_path(path, id);
+	if (n < 0 && alt)
+		n = sp_build_id_path(alt, id);
+	if (n < 0)
+		r->errors[SP_E_BUILD_ID_UNREADABLE]++;
+	if (ino != 0 && r->nbids < 4096 &&
+	    SP_ALLOC_GROW(r->bids, r->nbids + 1, r->allocbids) == 0) {
+		struct sp_rec_bid *b = &r->bids[r->nbids++];
+		b->dev = dev;
+		b->ino = ino;
+		b->len = n;
+		if (n > 0)
+			memcpy(b->id, id, (size_t)n);
+	}
+	return n;
+}
+
+/* The records as queued.  Strings follow the struct, in field order. */
+
+struct q_runtime {
+	pid_t pid;
+	uint64_t time;
+	bool cpython;
+	const char *via;	/* a string constant */
+};
+
+struct q_map {
+	pid_t pid, tid;
+	uint64_t time, start, len, pgoff;
+	bool have_dev, deleted, have_cid;
+	unsigned maj, min;
+	uint64_t ino;
+	int prot, flags;
+	int bidlen;
+	unsigned char bid[SP_BUILD_ID_MAX], cid[20];
+	size_t pathlen;		/* then the path */
+};
+
+struct q_archive {
+	uint64_t time, start_time;
+	const char *kind;	/* a string constant */
+	pid_t pid;
+	bool content, debug, have_path;
+	int idlen;
+	unsigned char id[SP_BUILD_ID_MAX];
+	size_t filelen, pathlen;	/* then the file and the path */
+};
+
+struct q_process {
+	pid_t pid, ppid;
+	uid_t uid;
+	uint64_t start_time, time;
+	char comm[64];
+	bool have_exe;
+	size_t exelen, cmdlen;	/* then the exe and the NUL-separated arguments */
+};
+
+struct q_thread {
+	pid_t pid, tid;
+	uint64_t time;
+	bool have_comm;
+	char comm[64];
+};
+
+void sp_rec_queue_runtime(struct sp_recorder *r, pid_t pid, uint64_t time,
+			  bool cpython, const char *via)
+{
+	struct q_runtime q = { pid, time, cpython, via };
+	size_t s = sp_rec_q_begin(r);
+	sp_rec_q_add(r, &q, sizeof(q));
+	sp_rec_q_end(r, SP_REC_RUNTIME, time, s);
+}
+
+/* Updates a process's CPython status from a newly mapped file. */
+void sp_rec_note_mapping_runtime(struct sp_recorder *r, pid_t pid, const char *path,
+				 uint64_t time)
+{
+	const char *via;
+	struct sp_rec_proc *p = sp_rec_proc_get(r, pid, true);
+	if (p && !p->cpython && sp_path_is_cpython(path, &via)) {
+		p->cpython = true;
+		sp_rec_queue_runtime(r, pid, time, true, via);
+	}
+}
+
+void sp_rec_queue_map(struct sp_recorder *r, const struct sp_rec_map *m)
+{
+	struct q_map q = {
+		.pid = m->pid, .tid = m->tid, .time = m->time, .start = m->start,
+		.len = m->len, .pgoff = m->pgoff, .have_dev = m->have_dev,
+		.deleted = m->deleted, .have_cid = m->content_id != NULL, .maj = m->maj,
+		.min = m->min, .ino = m->ino, .prot = m->prot, .flags = m->flags,
+		.bidlen = m->build_id_len > 0 ? m->build_id_len : 0,
+		.pathlen = strlen(m->path),
+	};
+	memcpy(q.bid, m->build_id, (size_t)q.bidlen);
+	if (m->content_id)
+		memcpy(q.cid, m->content_id, sizeof(q.cid));
+	size_t s = sp_rec_q_begin(r);
+	sp_rec_q_add(r, &q, sizeof(q));
+	sp_rec_q_add(r, m->path, q.pathlen);
+	sp_rec_q_end(r, SP_REC_MAP, m->time, s);
+}
+
+void sp_rec_queue_archive(struct sp_recorder *r, const struct sp_rec_archive *a)
+{
+	struct q_archive q = {
+		.time = a->time, .start_time = a->start_time, .kind = a->kind, .pid = a->pid,
+		.content = a->content, .debug = a->debug, .have_path = a->path != NULL,
+		.idlen = a->idlen > 0 ? a->idlen : 0, .filelen = strlen(a->file),
+		.pathlen = a->path ? strlen(a->path) : 0,
+	};
+	memcpy(q.id, a->id, (size_t)q.idlen);
+	size_t s = sp_rec_q_begin(r);
+	sp_rec_q_add(r, &q, sizeof(q));
+	sp_rec_q_add(r, a->file, q.filelen);
+	sp_rec_q_add(r, a->path, q.pathlen);
+	sp_rec_q_end(r, SP_REC_ARCHIVE, a->time, s);
+}
+
+/*
+ * With --archive: the identity of a mapped file without a build-id (its
+ * content, into cid), and the file itself kept once in the archive.
+ */
+void sp_rec_archive_map(struct sp_recorder *r, pid_t pid, uint64_t time, uint64_t start,
+			uint64_t end, const char *path, const unsigned char *bid, int bidlen,
+			unsigned char *cid, bool *have_cid)
+{
+	*have_cid = false;
+	if (!r->o.archive || !sp_rec_is_file_path(path))
+		return;
+	if (bidlen <= 0) {
+		if (sp_archive_content_id(pid, start, end, path, cid) < 0) {
+			r->errors[SP_E_ARCHIVE_FAILED]++;
+			return;
+		}
+		*have_cid = true;
+	}
+	char rel[512];
+	bool debug;
+	const unsigned char *id = *have_cid ? cid : bid;
+	int idlen = *have_cid ? 20 : bidlen;
+	int rc = sp_archive_module(r->o.archive, pid, start, end, path, id, idlen, *have_cid,
+				   rel, sizeof(rel), &debug);
+	if (rc < 0)
+		r->errors[SP_E_ARCHIVE_FAILED]++;
+	else if (rc > 0)
+		sp_rec_queue_archive(r, &(struct sp_rec_archive){
+			.time = time, .kind = "module", .file = rel, .path = path, .id = id,
+			.idlen = idlen, .content = *have_cid, .debug = debug,
+		});
+}
+
+/* State synthesized from /proc at attach. */
+
+void sp_rec_synth_process(struct sp_recorder *r, pid_t pid, const struct sp_proc_stat *st,
+			  uint64_t time)
+{
+	char exe[4096], cmd[8192];
+	struct q_process q = {
+		.pid = pid, .ppid = st->ppid, .uid = st->uid, .start_time = st->start_ns,
+		.time = time,
+	};
+	snprintf(q.comm, sizeof(q.comm), "%s", st->comm);
+	q.have_exe = sp_proc_exe(pid, exe, sizeof(exe)) == 0;
+	if (q.have_exe) {
+		static const char del[] = " (deleted)";
+		q.exelen = strlen(exe);
+		if (q.exelen > sizeof(del) - 1 &&
+		    strcmp(exe + q.exelen - (sizeof(del) - 1), del) == 0)
+			q.exelen -= sizeof(del) - 1;
+	}
+	ssize_t cl = sp_proc_cmdline(pid, cmd, sizeof(cmd));
+	q.cmdlen = cl > 0 ? (size_t)cl : 0;
+	size_t s = sp_rec_q_begin(r);
+	sp_rec_q_add(r, &q, sizeof(q));
+	sp_rec_q_add(r, exe, q.exelen);
+	sp_rec_q_add(r, cmd, q.cmdlen);
+	sp_rec_q_end(r, SP_REC_PROCESS, time, s);
+}
+
+void sp_rec_synth_thread(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t time)
+{
+	struct q_thread q = { .pid = pid, .tid = tid, .time = time };
+	q.have_comm = sp_proc_thread_comm(pid, tid, q.comm, sizeof(q.comm)) == 0;
+	size_t s = sp_rec_q_begin(r);
+	sp_rec_q_add(r, &q, sizeof(q));
+	sp_rec_q_end(r, SP_REC_THREAD, time, s);
+	sp_rec_tid_note(r, tid);
+}
+
+struct synth_ctx {
+	struct sp_recorder *r;
+	pid_t pid;
+	uint64_t time;
+	const char *via;	/* why the process is CPython, or NULL */
+};
+
+static int synth_map(const struct sp_proc_map *m, void *arg)
+{
+	struct synth_ctx *c = arg;
+	if (!(m->prot & PROT_EXEC))
+		return 0;
+	char path[4096], alt[128];
+	unsigned char bid[SP_BUILD_ID_MAX];
+	int bidlen = 0;
+	snprintf(path, sizeof(path), "%s", m->path[0] ? m->path : "//anon");
+	if (sp_rec_is_file_path(path)) {
+		/* A deleted or replaced file is still readable via map_files. */
+		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+			 (int)c->pid, m->start, m->end);
+		bidlen = sp_rec_build_id(c->r, m->deleted ? alt : path, alt,
+					 (uint64_t)m->maj << 32 | m->min, m->ino, bid);
+	}
+	unsigned char cid[20];
+	bool have_cid;
+	sp_rec_archive_map(c->r, c->pid, c->time, m->start, m->end, path, bid, bidlen, cid,
+			   &have_cid);
+	sp_rec_queue_map(c->r, &(struct sp_rec_map){
+		.pid = c->pid, .time = c->time, .start = m->start, .len = m->end - m->start,
+		.pgoff = m->pgoff, .path = path, .have_dev = true, .maj = m->maj, .min = m->min,
+		.ino = m->ino, .prot = m->prot, .flags = m->shared ? MAP_SHARED : MAP_PRIVATE,
+		.build_id = bid, .build_id_len = bidlen, .content_id = have_cid ? cid : NULL,
+		.deleted = m->deleted,
+	});
+	const char *via;
+	if (!c->via && sp_path_is_cpython(path, &via))
+		c->via = via;
+	return 0;
+}
+
+const char *sp_rec_synth_maps(struct sp_recorder *r, pid_t pid, uint64_t time)
+{
+	char exe[4096];
+	struct synth_ctx c = { r, pid, time, NULL };
+	if (sp_proc_exe(pid, exe, sizeof(exe)) < 0 || !sp_path_is_cpython(exe, &c.via))
+		c.via = NULL;
+	if (sp_proc_maps(pid, synth_map, &c) < 0)
+		r->errors[SP_E_PROC_UNREADABLE]++;
+	return c.via;
+}
+
+/* Writes a queued map, runtime, archive, process or thread record. */
+void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, r->w);
+	if (kind == SP_REC_RUNTIME) {
+		struct q_runtime q;
+		memcpy(&q, p, sizeof(q));
+		sp_mapw_str(&m, "t", "runtime");
+		sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
+		sp_mapw_bool(&m, "cpython", q.cpython);
+		sp_mapw_str(&m, "via", q.via);
+		sp_mapw_u64(&m, "time", q.time);
+	} else if (kind == SP_REC_MAP) {
+		struct q_map q;
+		memcpy(&q, p, sizeof(q));
+		sp_mapw_str(&m, "t", "map");
+		sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
+		sp_mapw_u64(&m, "start", q.start);
+		sp_mapw_u64(&m, "len", q.len);
+		sp_mapw_u64(&m, "pgoff", q.pgoff);
+		sp_mapw_strn(&m, "path", (const char *)p + sizeof(q), q.pathlen);
+		if (q.tid)
+			sp_mapw_u64(&m, "tid", (uint64_t)q.tid);
+		sp_mapw_u64(&m, "time", q.time);
+		if (q.have_dev) {
+			sp_mapw_u64(&m, "maj", q.maj);
+			sp_mapw_u64(&m, "min", q.min);
+			sp_mapw_u64(&m, "ino", q.ino);
+		}
+		sp_mapw_u64(&m, "prot", (uint64_t)q.prot);
+		if (q.flags >= 0)
+			sp_mapw_u64(&m, "flags", (uint64_t)q.flags);
+		if (q.bidlen > 0)
+			sp_mapw_bin(&m, "build_id", q.bid, (size_t)q.bidlen);
+		if (q.have_cid)
+			sp_mapw_bin(&m, "content_id", q.cid, sizeof(q.cid));
+		sp_mapw_bool(&m, "deleted", q.deleted);
+	} else if (kind == SP_REC_ARCHIVE) {
+		struct q_archive q;
+		memcpy(&q, p, sizeof(q));
+		const char *file = (const char *)p + sizeof(q);
+		sp_mapw_str(&m, "t", "archive");
+		sp_mapw_str(&m, "kind", q.kind);
+		sp_mapw_strn(&m, "file", file, q.filelen);
+		if (q.have_path)
+			sp_mapw_strn(&m, "path", file + q.filelen, q.pathlen);
+		if (q.idlen > 0)
+			sp_mapw_bin(&m, q.content ? "content_id" : "build_id", q.id, (size_t)q.idlen);
+		if (q.debug)
+			sp_mapw_bool(&m, "debug", true);
+		if (q.pid) {
+			sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
+			sp_mapw_u64(&m, "start_time", q.start_time);
+		}
+	} else if (kind == SP_REC_PROCESS) {
+		struct q_process q;
+		memcpy(&q, p, sizeof(q));
+		const char *exe = (const char *)p + sizeof(q), *cmd = exe + q.exelen;
+		sp_mapw_str(&m, "t", "process");
+		sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
+		sp_mapw_u64(&m, "ppid", (uint64_t)q.ppid);
+		sp_mapw_u64(&m, "start_time", q.start_time);
+		if (q.have_exe)
+			sp_mapw_strn(&m, "exe", exe, q.exelen);
+		sp_mapw_str(&m, "comm", q.comm);
+		if (q.cmdlen > 0) {
+			/* One string per argument; a last one may lack its NUL. */
+			size_t nargs = 0;
+			for (size_t i = 0; i < q.cmdlen; i++)
+				nargs += cmd[i] == '\0';
+			nargs += cmd[q.cmdlen - 1] != '\0';
+			msgpack_packer *pk = sp_mapw_key(&m, "cmdline");
+			msgpack_pack_array(pk, nargs);
+			for (size_t i = 0; i < q.cmdlen;) {
+				size_t n = strnlen(cmd + i, q.cmdlen - i);
+				msgpack_pack_str(pk, n);
+				msgpack_pack_str_body(pk, cmd + i, n);
+				i += n + 1;
+			}
+		}
+		sp_mapw_u64(&m, "uid", (uint64_t)q.uid);
+		sp_mapw_u64(&m, "time", q.time);
+	} else {
+		struct q_thread q;
+		memcpy(&q, p, sizeof(q));
+		sp_mapw_str(&m, "t", "thread");
+		sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
+		sp_mapw_u64(&m, "tid", (uint64_t)q.tid);
+		if (q.have_comm)
+			sp_mapw_str(&m, "comm", q.comm);
+		sp_mapw_u64(&m, "time", q.time);
+	}
+	sp_mapw_end(&m);
+}

@@ -1,0 +1,123 @@
+/* Stack copies and their shared tails (ustack.h). */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/ustack.h"
+#include "util/alloc.h"
+
+/* A thread's last full copy. */
+struct sp_ustack_copy {
+	unsigned char *buf;
+	size_t len, alloc;
+	uint64_t top;		/* writer: the address just past the copy */
+};
+
+void sp_ustack_cache_init(struct sp_ustack_cache *c)
+{
+	sp_u64map_init(&c->threads);
+}
+
+static void copy_free(struct sp_ustack_copy *u)
+{
+	if (u) {
+		free(u->buf);
+		free(u);
+	}
+}
+
+void sp_ustack_cache_release(struct sp_ustack_cache *c)
+{
+	size_t i = 0;
+	uint64_t tid;
+	void *v;
+	while (sp_u64map_next(&c->threads, &i, &tid, &v))
+		copy_free(v);
+	sp_u64map_release(&c->threads);
+}
+
+void sp_ustack_forget(struct sp_ustack_cache *c, uint32_t tid)
+{
+	copy_free(sp_u64map_remove(&c->threads, tid));
+}
+
+/* The thread's copy, added empty when absent; NULL when memory runs out. */
+static struct sp_ustack_copy *copy_get(struct sp_ustack_cache *c, uint32_t tid)
+{
+	struct sp_ustack_copy *u = sp_u64map_get(&c->threads, tid);
+	if (u)
+		return u;
+	u = calloc(1, sizeof(*u));
+	if (!u || sp_u64map_put(&c->threads, tid, u) < 0) {
+		free(u);
+		return NULL;
+	}
+	return u;
+}
+
+/* How many bytes at the ends of a and b (n bytes at most) are equal. */
+static size_t common_tail(const unsigned char *a_end, const unsigned char *b_end, size_t n)
+{
+	size_t k = 0;
+	/* Eight bytes at a time, then the rest. */
+	while (k + 8 <= n && memcmp(a_end - k - 8, b_end - k - 8, 8) == 0)
+		k += 8;
+	while (k < n && a_end[-(ptrdiff_t)k - 1] == b_end[-(ptrdiff_t)k - 1])
+		k++;
+	return k;
+}
+
+int sp_ustack_encode(struct sp_ustack_cache *c, uint32_t tid, uint64_t sp,
+		     const void *copy, size_t len, size_t *shared)
+{
+	*shared = 0;
+	if (len == 0)
+		return 0;
+	struct sp_ustack_copy *u = copy_get(c, tid);
+	if (!u)
+		return -1;
+	if (SP_ALLOC_GROW(u->buf, len, u->alloc) < 0) {
+		sp_ustack_forget(c, tid);
+		return -1;
+	}
+	if (u->len && u->top == sp + len) {
+		size_t max = len < u->len ? len : u->len;
+		*shared = common_tail((const unsigned char *)copy + len, u->buf + u->len, max);
+	}
+	memcpy(u->buf, copy, len);
+	u->len = len;
+	u->top = sp + len;
+	return 0;
+}
+
+int sp_ustack_decode(struct sp_ustack_cache *c, uint32_t tid, const void *ustack,
+		     size_t len, uint64_t shared, const unsigned char **copy,
+		     size_t *copy_len)
+{
+	*copy = NULL;
+	*copy_len = 0;
+	if (len == 0 && shared == 0)
+		return SP_USTACK_OK;
+	struct sp_ustack_copy *u = copy_get(c, tid);
+	if (!u)
+		return -1;
+	int rc = SP_USTACK_OK;
+	if (shared > u->len) {
+		rc = SP_USTACK_BAD_SHARE;
+		shared = 0;
+	}
+	size_t total = len + (size_t)shared;
+	if (SP_ALLOC_GROW(u->buf, total, u->alloc) < 0) {
+		sp_ustack_forget(c, tid);
+		return -1;
+	}
+	/* The tail first: it may overlap where the new start goes. */
+	if (shared)
+		memmove(u->buf + len, u->buf + u->len - shared, (size_t)shared);
+	if (len)
+		memcpy(u->buf, ustack, len);
+	u->len = total;
+	*copy = u->buf;
+	*copy_len = total;
+	return rc;
+}
