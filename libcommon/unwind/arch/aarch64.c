@@ -45,6 +45,6 @@ const struct sp_unwind_arch sp_arch_aarch64 = {
 	.fp_ra = 8,
 	.fp_cfa = 16,
 	.usable = false,
-	.unusable_why = "the aarch64 backend has not been verified on aarch64 recordings yet",
+	.unusable_why = "its backend has not been verified on recordings from an aarch64 machine",
 	.load = load,
 };
