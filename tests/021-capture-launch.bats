@@ -36,7 +36,8 @@ setup() {
 	sp-capture -q -F 499 -o "$S" -- "$WORKLOADS/spin" -t 2 1
 	n=$(summary "$S" samples)
 	# 2 threads x 499 Hz x 1 s = 998; a broad band for a shared machine.
-	[ "$n" -ge 150 ] && [ "$n" -le 1300 ]
+	[ "$n" -ge 150 ]
+	[ "$n" -le 1300 ]
 	[ "$(summary "$S" sample_events)" -ge "$n" ]
 	[ "$(summary "$S" lost_events)" -eq 0 ]
 	# Two threads sampled, each sample with registers and a stack copy.

@@ -91,7 +91,8 @@ setup_file() {
 	a=$(sp-fold --to 0.3 "$SHARED" | awk '{ s += $NF } END { print s + 0 }')
 	b=$(sp-fold --from 0.3 "$SHARED" | awk '{ s += $NF } END { print s + 0 }')
 	[ $((a + b)) -eq "$(summary "$SHARED" samples)" ]
-	[ "$a" -gt 0 ] && [ "$b" -gt 0 ]
+	[ "$a" -gt 0 ]
+	[ "$b" -gt 0 ]
 	run sp-fold --from 2 --to 1 "$SHARED"
 	[ "$status" -eq 3 ]
 }
