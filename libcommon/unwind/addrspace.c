@@ -1,46 +1,102 @@
-/* Process address spaces from stream records (see addrspace.h). */
+/*
+ * Process address spaces from stream records (see addrspace.h).
+ *
+ * Processes are kept in a table keyed by pid, with the one found last
+ * tried first, as a stack's frames all ask for one process; each holds
+ * its mappings sorted by start, with the one found last tried first.
+ * Objects are kept once per identity (path, build-id and, for anonymous
+ * memory, pid) in a hash map, and in creation order in an array.
+ */
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/alloc.h"
+#include "util/hashmap.h"
 #include "unwind/addrspace.h"
 
 struct proc {
-	uint32_t pid;		/* 0: free slot */
+	uint32_t pid;
 	struct sp_mapping *maps;	/* sorted by start, not overlapping */
-	size_t nmaps, capmaps;
+	size_t nmaps, allocmaps;
 	size_t last;		/* the mapping found last, tried first */
 };
 
-struct sp_addrspaces {
-	struct proc *procs;	/* open addressing on pid */
-	size_t cap, n;
-	struct sp_object **objs;
-	size_t nobjs, capobjs;
+/* An object with its entry in the identity map. */
+struct objent {
+	struct sp_hashmap_entry ent;
+	struct sp_object obj;
 };
+
+/* An identity looked up in the map. */
+struct objkey {
+	const char *path;
+	size_t plen;
+	const void *bid;
+	size_t bidlen;
+	uint32_t anon_pid;
+};
+
+struct sp_addrspaces {
+	struct sp_u64map procs;	/* pid -> struct proc */
+	struct proc *lastp;	/* the process found last, or NULL */
+	struct sp_hashmap ids;	/* identity -> struct objent */
+	struct sp_object **objs;	/* in creation order */
+	size_t nobjs, allocobjs;
+};
+
+static int objent_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		      const void *keydata)
+{
+	const struct sp_object *o = &sp_container_of(a, const struct objent, ent)->obj;
+	const struct objkey *k = keydata;
+	(void)b;
+	return !(o->anon_pid == k->anon_pid && (size_t)o->build_id_len == k->bidlen &&
+		 strlen(o->path) == k->plen && memcmp(o->path, k->path, k->plen) == 0 &&
+		 (k->bidlen == 0 || memcmp(o->build_id, k->bid, k->bidlen) == 0));
+}
+
+static uint32_t objkey_hash(const struct objkey *k)
+{
+	uint32_t h = sp_hash_bytes(k->path, k->plen) ^ sp_hash_bytes(k->bid, k->bidlen);
+	return h ^ (uint32_t)sp_hash_u64(k->anon_pid);
+}
 
 struct sp_addrspaces *sp_addrspaces_new(void)
 {
-	return calloc(1, sizeof(struct sp_addrspaces));
+	struct sp_addrspaces *a = calloc(1, sizeof(*a));
+	if (!a)
+		return NULL;
+	sp_u64map_init(&a->procs);
+	sp_hashmap_init(&a->ids, objent_cmp);
+	return a;
 }
 
 static void free_objects(struct sp_addrspaces *a, void (*free_priv)(void *))
 {
 	for (size_t i = 0; i < a->nobjs; i++) {
-		if (free_priv && a->objs[i]->priv)
-			free_priv(a->objs[i]->priv);
-		free(a->objs[i]->path);
-		free(a->objs[i]);
+		struct sp_object *o = a->objs[i];
+		if (free_priv && o->priv)
+			free_priv(o->priv);
+		free(o->path);
+		free(sp_container_of(o, struct objent, obj));
 	}
 	a->nobjs = 0;
+	sp_hashmap_release(&a->ids, NULL);
+	sp_hashmap_init(&a->ids, objent_cmp);
 }
 
 void sp_addrspaces_reset(struct sp_addrspaces *a, void (*free_priv)(void *))
 {
-	for (size_t i = 0; i < a->cap; i++)
-		free(a->procs[i].maps);
-	free(a->procs);
-	a->procs = NULL;
-	a->cap = a->n = 0;
+	size_t i = 0;
+	uint64_t pid;
+	void *v;
+	while (sp_u64map_next(&a->procs, &i, &pid, &v)) {
+		struct proc *p = v;
+		free(p->maps);
+		free(p);
+	}
+	sp_u64map_release(&a->procs);
+	a->lastp = NULL;
 	free_objects(a, free_priv);
 }
 
@@ -49,42 +105,28 @@ void sp_addrspaces_free(struct sp_addrspaces *a, void (*free_priv)(void *))
 	if (!a)
 		return;
 	sp_addrspaces_reset(a, free_priv);
+	sp_hashmap_release(&a->ids, NULL);
 	free(a->objs);
 	free(a);
 }
 
-static size_t slot(uint32_t pid, size_t cap)
+static inline struct proc *proc_find(struct sp_addrspaces *a, uint32_t pid)
 {
-	return (pid * 2654435761u) & (cap - 1);
+	if (a->lastp && a->lastp->pid == pid)
+		return a->lastp;
+	struct proc *p = sp_u64map_get(&a->procs, pid);
+	if (p)
+		a->lastp = p;
+	return p;
 }
 
-static struct proc *proc_find(struct sp_addrspaces *a, uint32_t pid)
-{
-	if (!a->cap || !pid)
-		return NULL;
-	for (size_t h = slot(pid, a->cap);; h = (h + 1) & (a->cap - 1)) {
-		if (a->procs[h].pid == pid)
-			return &a->procs[h];
-		if (!a->procs[h].pid)
-			return NULL;
-	}
-}
-
-/* Deleting from open addressing: re-insert the rest of the cluster. */
 static void proc_remove(struct sp_addrspaces *a, struct proc *p)
 {
+	sp_u64map_remove(&a->procs, p->pid);
+	if (a->lastp == p)
+		a->lastp = NULL;
 	free(p->maps);
-	size_t h = (size_t)(p - a->procs);
-	memset(p, 0, sizeof(*p));
-	a->n--;
-	for (size_t j = (h + 1) & (a->cap - 1); a->procs[j].pid; j = (j + 1) & (a->cap - 1)) {
-		struct proc moved = a->procs[j];
-		memset(&a->procs[j], 0, sizeof(moved));
-		size_t k = slot(moved.pid, a->cap);
-		while (a->procs[k].pid)
-			k = (k + 1) & (a->cap - 1);
-		a->procs[k] = moved;
-	}
+	free(p);
 }
 
 static struct proc *proc_get(struct sp_addrspaces *a, uint32_t pid)
@@ -92,29 +134,14 @@ static struct proc *proc_get(struct sp_addrspaces *a, uint32_t pid)
 	struct proc *p = proc_find(a, pid);
 	if (p)
 		return p;
-	if ((a->n + 1) * 2 > a->cap) {
-		size_t ncap = a->cap ? a->cap * 2 : 64;
-		struct proc *np = calloc(ncap, sizeof(*np));
-		if (!np)
-			return NULL;
-		for (size_t i = 0; i < a->cap; i++) {
-			if (!a->procs[i].pid)
-				continue;
-			size_t h = slot(a->procs[i].pid, ncap);
-			while (np[h].pid)
-				h = (h + 1) & (ncap - 1);
-			np[h] = a->procs[i];
-		}
-		free(a->procs);
-		a->procs = np;
-		a->cap = ncap;
+	if (!(p = calloc(1, sizeof(*p))))
+		return NULL;
+	p->pid = pid;
+	if (sp_u64map_put(&a->procs, pid, p) < 0) {
+		free(p);
+		return NULL;
 	}
-	size_t h = slot(pid, a->cap);
-	while (a->procs[h].pid)
-		h = (h + 1) & (a->cap - 1);
-	a->procs[h].pid = pid;
-	a->n++;
-	return &a->procs[h];
+	return p;
 }
 
 static void proc_clear(struct proc *p)
@@ -128,26 +155,19 @@ static struct sp_object *object_get(struct sp_addrspaces *a, const char *path, s
 {
 	if (bidlen > SP_BUILD_ID_MAX)
 		bidlen = SP_BUILD_ID_MAX;
-	for (size_t i = a->nobjs; i-- > 0;) {
-		struct sp_object *o = a->objs[i];
-		if (o->anon_pid == anon_pid && (size_t)o->build_id_len == bidlen &&
-		    strlen(o->path) == plen && memcmp(o->path, path, plen) == 0 &&
-		    (bidlen == 0 || memcmp(o->build_id, bid, bidlen) == 0))
-			return o;
-	}
-	if (a->nobjs == a->capobjs) {
-		size_t ncap = a->capobjs ? a->capobjs * 2 : 64;
-		struct sp_object **no = realloc(a->objs, ncap * sizeof(*no));
-		if (!no)
-			return NULL;
-		a->objs = no;
-		a->capobjs = ncap;
-	}
-	struct sp_object *o = calloc(1, sizeof(*o));
-	if (!o || !(o->path = malloc(plen + 1))) {
-		free(o);
+	struct objkey k = { path, plen, bid, bidlen, anon_pid };
+	struct sp_hashmap_entry key = { NULL, objkey_hash(&k) };
+	struct sp_hashmap_entry *found = sp_hashmap_get(&a->ids, &key, &k);
+	if (found)
+		return &sp_container_of(found, struct objent, ent)->obj;
+	if (SP_ALLOC_GROW(a->objs, a->nobjs + 1, a->allocobjs) < 0)
+		return NULL;
+	struct objent *e = calloc(1, sizeof(*e));
+	if (!e || !(e->obj.path = malloc(plen + 1))) {
+		free(e);
 		return NULL;
 	}
+	struct sp_object *o = &e->obj;
 	memcpy(o->path, path, plen);
 	o->path[plen] = '\0';
 	if (bidlen)
@@ -157,6 +177,12 @@ static struct sp_object *object_get(struct sp_addrspaces *a, const char *path, s
 	o->vdso = strcmp(o->path, "[vdso]") == 0;
 	o->anon = anon_pid != 0;
 	o->out_id = UINT64_MAX;
+	e->ent.hash = key.hash;
+	if (sp_hashmap_add(&a->ids, &e->ent) < 0) {
+		free(o->path);
+		free(e);
+		return NULL;
+	}
 	a->objs[a->nobjs++] = o;
 	return o;
 }
@@ -169,25 +195,10 @@ static bool path_is_anon(const char *p, size_t n)
 	       (n >= 9 && memcmp(p, "/dev/zero", 9) == 0);
 }
 
-static int maps_reserve(struct proc *p, size_t n)
-{
-	if (n <= p->capmaps)
-		return 0;
-	size_t ncap = p->capmaps ? p->capmaps * 2 : 16;
-	while (ncap < n)
-		ncap *= 2;
-	struct sp_mapping *nm = realloc(p->maps, ncap * sizeof(*nm));
-	if (!nm)
-		return -1;
-	p->maps = nm;
-	p->capmaps = ncap;
-	return 0;
-}
-
 /* Inserts m, cutting away what it overlaps of older mappings. */
 static int map_insert(struct proc *p, struct sp_mapping m)
 {
-	if (maps_reserve(p, p->nmaps + 2) < 0)
+	if (SP_ALLOC_GROW(p->maps, p->nmaps + 2, p->allocmaps) < 0)
 		return -1;
 	size_t out = 0;
 	struct sp_mapping right = { 0 };
@@ -285,10 +296,9 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 		struct proc *child = proc_get(a, (uint32_t)pid);
 		if (!child)
 			return -1;
-		parent = proc_find(a, (uint32_t)ppid);	/* the table may have grown */
 		proc_clear(child);
 		if (parent && parent->nmaps) {
-			if (maps_reserve(child, parent->nmaps) < 0)
+			if (SP_ALLOC_GROW(child->maps, parent->nmaps, child->allocmaps) < 0)
 				return -1;
 			memcpy(child->maps, parent->maps, parent->nmaps * sizeof(*child->maps));
 			child->nmaps = parent->nmaps;

@@ -1,0 +1,422 @@
+/*
+ * Unit tests of the unwind layer: the architecture backends' register
+ * maps, the choice of a backend from a stream header, and the per-module
+ * rule cache, on this very process's stack (x86_64 only).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "unit.h"
+#include "stream/record.h"
+#include "stream/stream.h"
+#include "unwind/addrspace.h"
+#include "unwind/arch.h"
+#include "unwind/internal.h"
+#include "unwind/unwind.h"
+
+/* A MessagePack object built by a packer, and the buffer it lives in. */
+struct obj {
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+};
+
+static msgpack_packer *obj_begin(struct obj *o)
+{
+	msgpack_sbuffer_init(&o->sb);
+	msgpack_packer_init(&o->pk, &o->sb, msgpack_sbuffer_write);
+	msgpack_unpacked_init(&o->up);
+	return &o->pk;
+}
+
+static const msgpack_object *obj_end(struct obj *o)
+{
+	size_t off = 0;
+	if (msgpack_unpack_next(&o->up, o->sb.data, o->sb.size, &off) != MSGPACK_UNPACK_SUCCESS)
+		return NULL;
+	return &o->up.data;
+}
+
+static void obj_release(struct obj *o)
+{
+	msgpack_unpacked_destroy(&o->up);
+	msgpack_sbuffer_destroy(&o->sb);
+}
+
+/* A header naming arch, with names as its reg_names (none when n is 0). */
+static const msgpack_object *header(struct obj *o, const char *arch, const char *const *names,
+				    size_t n)
+{
+	msgpack_packer *pk = obj_begin(o);
+	msgpack_pack_map(pk, n ? 3 : 2);
+	sp_pack_kv_str(pk, "t", "header");
+	sp_pack_key(pk, "host");
+	msgpack_pack_map(pk, 1);
+	sp_pack_kv_str(pk, "arch", arch);
+	if (n) {
+		sp_pack_key(pk, "reg_names");
+		msgpack_pack_array(pk, n);
+		for (size_t i = 0; i < n; i++)
+			sp_pack_str(pk, names[i]);
+	}
+	return obj_end(o);
+}
+
+/* Adds this process's executable file mappings to a, as map records would. */
+static int map_self(struct sp_addrspaces *a, uint32_t pid, uint64_t *stack_end)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[4096];
+	int n = 0;
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char perms[8], path[4096] = "";
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &start, &end, perms, &off,
+			   path) < 4)
+			continue;
+		if (strcmp(path, "[stack]") == 0)
+			*stack_end = end;
+		if (perms[2] != 'x' || path[0] != '/')
+			continue;
+		struct obj o;
+		msgpack_packer *pk = obj_begin(&o);
+		msgpack_pack_map(pk, 6);
+		sp_pack_kv_str(pk, "t", "map");
+		sp_pack_kv_u64(pk, "pid", pid);
+		sp_pack_kv_u64(pk, "start", start);
+		sp_pack_kv_u64(pk, "len", end - start);
+		sp_pack_kv_u64(pk, "pgoff", off);
+		sp_pack_kv_str(pk, "path", path);
+		const msgpack_object *rec = obj_end(&o);
+		if (rec && sp_addrspaces_apply(a, SP_R_MAP, rec) == 0)
+			n++;
+		obj_release(&o);
+	}
+	fclose(f);
+	return n;
+}
+
+/* A function of this driver, whose code has CFI. */
+__attribute__((noinline)) void unwind_frame_record_helper(void);
+__attribute__((noinline)) void unwind_frame_record_helper(void)
+{
+	__asm__ volatile("nop; nop; nop; nop; nop; nop; nop; nop" ::: "memory");
+}
+
+SP_TEST(unwind_arch_find_by_exact_name)
+{
+	SP_CHECK(sp_unwind_arch_find("x86_64", 6) == &sp_arch_x86_64);
+	SP_CHECK(sp_unwind_arch_find("aarch64", 7) == &sp_arch_aarch64);
+	SP_CHECK(sp_unwind_arch_find("x86", 3) == NULL);
+	SP_CHECK(sp_unwind_arch_find("x86_64x", 7) == NULL);
+	SP_CHECK(sp_unwind_arch_find("riscv64", 7) == NULL);
+}
+
+SP_TEST(unwind_x86_64_perf_order_to_dwarf)
+{
+	const struct sp_unwind_arch *a = &sp_arch_x86_64;
+	static const char *const perf[] = { "ax", "bx", "cx", "dx", "si", "di", "bp", "sp", "ip",
+		"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15" };
+	SP_CHECK(a->nreg_names == 17);
+	for (size_t i = 0; i < 17 && i < a->nreg_names; i++)
+		SP_CHECK_STR(a->reg_names[i], perf[i]);
+	SP_CHECK(a->nregs == 17 && a->sp == 7 && a->fp == 6 && a->ra == 16);
+	uint64_t v[17];
+	for (int i = 0; i < 17; i++)
+		v[i] = 100 + (uint64_t)i;
+	struct sp_arch_regs r = { 0 };
+	a->load(v, &r);
+	/* DWARF: rax rdx rcx rbx rsi rdi rbp rsp r8-r15, 16 the return address. */
+	SP_CHECK(r.reg[0] == 100 && r.reg[3] == 101 && r.reg[2] == 102 && r.reg[1] == 103);
+	SP_CHECK(r.reg[4] == 104 && r.reg[5] == 105 && r.reg[6] == 106 && r.reg[7] == 107);
+	for (int i = 8; i <= 15; i++)
+		SP_CHECK(r.reg[i] == 101 + (uint64_t)i);
+	SP_CHECK(r.pc == 108 && r.reg[16] == 108);
+	SP_CHECK(r.valid == 0x1ffff);
+	SP_CHECK(a->usable && a->ra_mask == ~0ull);
+	SP_CHECK(a->fp_prev == 0 && a->fp_ra == 8 && a->fp_cfa == 16);
+}
+
+SP_TEST(unwind_aarch64_perf_order_to_dwarf)
+{
+	const struct sp_unwind_arch *a = &sp_arch_aarch64;
+	char name[8];
+	SP_CHECK(a->nreg_names == 33);
+	for (int i = 0; i < 30 && i < (int)a->nreg_names; i++) {
+		snprintf(name, sizeof(name), "x%d", i);
+		SP_CHECK_STR(a->reg_names[i], name);
+	}
+	SP_CHECK_STR(a->reg_names[30], "lr");
+	SP_CHECK_STR(a->reg_names[31], "sp");
+	SP_CHECK_STR(a->reg_names[32], "pc");
+	/* x0-x30 are DWARF 0-30, sp 31; the return address is in x30. */
+	SP_CHECK(a->nregs == 32 && a->sp == 31 && a->fp == 29 && a->ra == 30);
+	uint64_t v[33];
+	for (int i = 0; i < 33; i++)
+		v[i] = 1000 + (uint64_t)i;
+	struct sp_arch_regs r = { 0 };
+	a->load(v, &r);
+	for (int i = 0; i < 32; i++)
+		SP_CHECK(r.reg[i] == 1000 + (uint64_t)i);
+	SP_CHECK(r.pc == 1032);
+	SP_CHECK(r.valid == 0xffffffffu);
+	/* A pointer-authentication code in the top bits is not address. */
+	SP_CHECK((0x002d0000f7a01234ull & a->ra_mask) == 0x0000f7a01234ull);
+	SP_CHECK(a->fp_prev == 0 && a->fp_ra == 8 && a->fp_cfa == 16);
+	SP_CHECK(!a->usable && a->unusable_why);
+}
+
+SP_TEST(unwind_regmap_finds_registers_by_name)
+{
+	/* The x86_64 names reversed, behind one the unwinder does not read. */
+	const char *names[18];
+	names[0] = "flags";
+	for (int i = 0; i < 17; i++)
+		names[1 + i] = sp_arch_x86_64.reg_names[16 - i];
+	struct obj o;
+	const msgpack_object *h = header(&o, "x86_64", names, 18);
+	struct sp_unwind_regmap m;
+	struct sp_error err = { 0 };
+	SP_CHECK(h && sp_unwind_regmap_select(&m, h, &err) == 0);
+	SP_CHECK(m.arch == &sp_arch_x86_64 && m.need == 18);
+	uint64_t regs[18], v[17];
+	regs[0] = 0x246;
+	for (int i = 0; i < 17; i++)
+		v[i] = 500 + (uint64_t)i;
+	for (int i = 0; i < 17; i++)
+		regs[1 + i] = v[16 - i];
+	struct sp_arch_regs a = { 0 }, b = { 0 };
+	SP_CHECK(sp_unwind_regmap_load(&m, regs, 18, &a) == 0);
+	sp_arch_x86_64.load(v, &b);
+	SP_CHECK(a.pc == b.pc && a.valid == b.valid);
+	SP_CHECK_MEM(a.reg, b.reg, 17 * sizeof(a.reg[0]));
+	/* Too few registers in a sample. */
+	SP_CHECK(sp_unwind_regmap_load(&m, regs, 17, &a) < 0);
+	obj_release(&o);
+
+	/* No reg_names: the backend's own order. */
+	h = header(&o, "x86_64", NULL, 0);
+	SP_CHECK(h && sp_unwind_regmap_select(&m, h, &err) == 0);
+	SP_CHECK(m.need == 17 && m.pos[0] == 0 && m.pos[16] == 16);
+	obj_release(&o);
+}
+
+SP_TEST(unwind_regmap_refuses_what_it_cannot_unwind)
+{
+	struct obj o;
+	struct sp_unwind_regmap m;
+	struct sp_error err = { 0 };
+	const msgpack_object *h = header(&o, "riscv64", NULL, 0);
+	SP_CHECK(h && sp_unwind_regmap_select(&m, h, &err) < 0);
+	SP_CHECK(err.code == SP_ERR_UNSUPPORTED);
+	SP_CHECK_STR(sp_error_message(&err), "cannot unwind riscv64 stacks: no backend for this architecture");
+	obj_release(&o);
+
+	h = header(&o, "aarch64", sp_arch_aarch64.reg_names, sp_arch_aarch64.nreg_names);
+	SP_CHECK(h && sp_unwind_regmap_select(&m, h, &err) < 0);
+	SP_CHECK(strncmp(sp_error_message(&err), "cannot unwind aarch64 stacks: ", 30) == 0);
+	obj_release(&o);
+
+	/* x86_64 names without r15 (the aarch64 ones, say). */
+	h = header(&o, "x86_64", sp_arch_aarch64.reg_names, sp_arch_aarch64.nreg_names);
+	SP_CHECK(h && sp_unwind_regmap_select(&m, h, &err) < 0);
+	SP_CHECK_STR(sp_error_message(&err), "cannot unwind x86_64 stacks: the header's reg_names have no 'ax'");
+	obj_release(&o);
+
+	msgpack_packer *pk = obj_begin(&o);
+	msgpack_pack_map(pk, 1);
+	sp_pack_kv_str(pk, "t", "header");
+	h = obj_end(&o);
+	SP_CHECK(h && sp_unwind_regmap_select(&m, h, &err) < 0);
+	SP_CHECK(strstr(sp_error_message(&err), "names no architecture") != NULL);
+	obj_release(&o);
+}
+
+#if defined(__x86_64__)
+
+/* This thread's registers (perf's x86_64 order) and a copy of its stack. */
+struct snapshot {
+	uint64_t regs[17];
+	unsigned char stack[65536];
+	size_t len;
+};
+
+__attribute__((noinline)) static void take_snapshot(struct snapshot *s, uint64_t stack_end)
+{
+	uint64_t sp, ip, bx, bp, r12, r13, r14, r15;
+	__asm__ volatile("lea 0(%%rip), %%rax\n\t"
+			 "mov %%rax, %0\n\t"
+			 "mov %%rsp, %1\n\t"
+			 "mov %%rbx, %2\n\t"
+			 "mov %%rbp, %3\n\t"
+			 "mov %%r12, %4\n\t"
+			 "mov %%r13, %5\n\t"
+			 "mov %%r14, %6\n\t"
+			 "mov %%r15, %7"
+			 : "=m"(ip), "=m"(sp), "=m"(bx), "=m"(bp), "=m"(r12), "=m"(r13),
+			   "=m"(r14), "=m"(r15) : : "rax");
+	memset(s->regs, 0, sizeof(s->regs));
+	s->regs[1] = bx;
+	s->regs[6] = bp;
+	s->regs[7] = sp;
+	s->regs[8] = ip;
+	s->regs[13] = r12;
+	s->regs[14] = r13;
+	s->regs[15] = r14;
+	s->regs[16] = r15;
+	s->len = stack_end > sp && stack_end - sp < sizeof(s->stack) ? stack_end - sp : sizeof(s->stack);
+	memcpy(s->stack, (const void *)sp, s->len);
+}
+
+/* A few frames of our own between the test and the snapshot. */
+__attribute__((noinline)) static void nest(struct snapshot *s, uint64_t stack_end, int depth)
+{
+	if (depth > 0)
+		nest(s, stack_end, depth - 1);
+	else
+		take_snapshot(s, stack_end);
+	__asm__ volatile("" ::: "memory");	/* no tail call */
+}
+
+SP_TEST(unwind_own_stack_then_from_the_rule_cache)
+{
+	const uint32_t pid = 4242;
+	uint64_t stack_end = 0;
+	struct sp_addrspaces *a = sp_addrspaces_new();
+	SP_CHECK(a && map_self(a, pid, &stack_end) > 0 && stack_end);
+	struct sp_unwind_options o = { .max_depth = 256, .fp_fallback = false, .this_host = true };
+	struct sp_unwinder *u = sp_unwinder_new(&o);
+	SP_CHECK(u && sp_unwinder_arch(u) == &sp_arch_x86_64);
+	struct snapshot *s = malloc(sizeof(*s));
+	struct sp_uframe f1[256], f2[256];
+	size_t n1 = 0, n2 = 0;
+	if (!a || !u || !s || !stack_end)
+		goto out;
+	nest(s, stack_end, 3);
+
+	enum sp_unwind_end e1 = sp_unwind(u, a, pid, s->regs, 17, s->stack, s->len, false, f1,
+					  256, &n1);
+	struct sp_unwind_stats st1, st2;
+	sp_unwinder_stats(u, &st1);
+	/* take_snapshot, nest x 4, this test, the driver, libc: to _start. */
+	SP_CHECK(e1 == SP_END_COMPLETE);
+	SP_CHECK(n1 >= 8);
+	SP_CHECK(f1[0].addr == s->regs[8] && !(f1[0].flags & SP_FRAME_RETADDR));
+	for (size_t i = 1; i < n1; i++)
+		SP_CHECK(f1[i].flags & SP_FRAME_RETADDR);
+	/* The four frames of nest() return to the same place but the first. */
+	SP_CHECK(n1 >= 5 && f1[2].addr == f1[3].addr && f1[3].addr == f1[4].addr);
+	SP_CHECK(st1.cache_misses > 0 && st1.cache_misses <= n1);
+
+	/* The same stack again: every rule comes from the cache. */
+	enum sp_unwind_end e2 = sp_unwind(u, a, pid, s->regs, 17, s->stack, s->len, false, f2,
+					  256, &n2);
+	sp_unwinder_stats(u, &st2);
+	SP_CHECK(e2 == e1 && n2 == n1);
+	for (size_t i = 0; i < n1 && i < n2; i++)
+		SP_CHECK(f1[i].addr == f2[i].addr && f1[i].obj == f2[i].obj &&
+			 f1[i].rel == f2[i].rel && f1[i].flags == f2[i].flags);
+	SP_CHECK(st2.cache_misses == st1.cache_misses);
+	SP_CHECK(st2.cache_hits - st1.cache_hits == n1);
+
+	/* One rule looked up twice: the same compiled rule, from the table. */
+	const struct sp_mapping *m = sp_addrspaces_find(a, pid, f1[1].addr);
+	SP_CHECK(m != NULL);
+	if (m) {
+		struct modstate *ms = sp_unwind_module(u, m->obj);
+		uint64_t rel = sp_unwind_rel(u, m, f1[1].addr) - 1;
+		SP_CHECK(ms && ms->state == M_OK);
+		sp_unwinder_stats(u, &st1);
+		const struct rule *r1 = sp_unwind_rule(u, ms, rel);
+		const struct rule *r2 = sp_unwind_rule(u, ms, rel);
+		sp_unwinder_stats(u, &st2);
+		SP_CHECK(r1 && r1 == r2 && !r1->none && r1->cfa_simple);
+		SP_CHECK(r1 && r1->cfa_reg == sp_arch_x86_64.sp && r1->cfa_off >= 16);
+		SP_CHECK(r1 && r1->kind[16] == R_OFFSET && r1->off[16] == -8);
+		SP_CHECK(st2.cache_hits - st1.cache_hits == 2 && st2.cache_misses == st1.cache_misses);
+	}
+
+	/* Without the stack copy's end: a truncated copy ends as truncated. */
+	n2 = 0;
+	e2 = sp_unwind(u, a, pid, s->regs, 17, s->stack, 64, true, f2, 256, &n2);
+	SP_CHECK(e2 == SP_END_TRUNCATED && n2 >= 1 && n2 < n1);
+	/* Too few registers. */
+	e2 = sp_unwind(u, a, pid, s->regs, 16, s->stack, s->len, false, f2, 256, &n2);
+	SP_CHECK(e2 == SP_END_BAD_CFA && n2 == 0);
+out:
+	free(s);
+	sp_unwinder_free(u);
+	sp_addrspaces_free(a, sp_unwinder_free_object);
+}
+
+#endif
+
+/*
+ * The frame-record walk of each backend through code without CFI: the pc
+ * in anonymous memory, the frame pointer at a record [caller's fp, return
+ * address] whose return address lies in this driver's code, which has
+ * CFI (so the fallback accepts it).  On aarch64 the return address
+ * carries a pointer-authentication code, which the walk strips.  What
+ * follows that frame is not checked: it is x86_64 code.
+ */
+SP_TEST(unwind_frame_record_walk_of_each_backend)
+{
+	const struct sp_unwind_arch *arches[] = { &sp_arch_x86_64, &sp_arch_aarch64 };
+	const uint32_t pid = 77;
+	const uint64_t jit = 0x10000000, base = 0x7ffd0000, fp = base + 16;
+	const uint64_t ra = (uint64_t)(uintptr_t)&unwind_frame_record_helper + 4;
+	for (size_t k = 0; k < 2; k++) {
+		const struct sp_unwind_arch *arch = arches[k];
+		uint64_t stack_end = 0;
+		struct sp_addrspaces *a = sp_addrspaces_new();
+		SP_CHECK(a && map_self(a, pid, &stack_end) > 0);
+		struct obj o;
+		msgpack_packer *pk = obj_begin(&o);
+		msgpack_pack_map(pk, 5);
+		sp_pack_kv_u64(pk, "pid", pid);
+		sp_pack_kv_u64(pk, "start", jit);
+		sp_pack_kv_u64(pk, "len", 4096);
+		sp_pack_kv_u64(pk, "pgoff", 0);
+		sp_pack_kv_str(pk, "path", "//anon");
+		SP_CHECK(a && sp_addrspaces_apply(a, SP_R_MAP, obj_end(&o)) == 0);
+		obj_release(&o);
+
+		struct sp_unwind_regmap map;
+		sp_unwind_regmap_native(&map, arch);
+		struct sp_unwind_options opt = { .max_depth = 8, .fp_fallback = true,
+						 .this_host = true, .regs = &map };
+		struct sp_unwinder *u = sp_unwinder_new(&opt);
+		SP_CHECK(u && sp_unwinder_arch(u) == arch);
+
+		/* The sampled registers, by name. */
+		uint64_t regs[SP_ARCH_MAX_NAMES] = { 0 };
+		for (size_t i = 0; i < arch->nreg_names; i++) {
+			const char *n = arch->reg_names[i];
+			if (!strcmp(n, "sp"))
+				regs[i] = base;
+			else if (!strcmp(n, "ip") || !strcmp(n, "pc"))
+				regs[i] = jit + 0x40;
+			else if (!strcmp(n, "bp") || !strcmp(n, "x29"))
+				regs[i] = fp;
+		}
+		uint64_t stack[16] = { 0 };
+		stack[2] = base + 0x60;		/* at fp: the caller's fp */
+		stack[3] = ra | (k ? 0x002d000000000000ull : 0);
+		struct sp_uframe f[8];
+		size_t n = 0;
+		if (a && u)
+			sp_unwind(u, a, pid, regs, arch->nreg_names, (const unsigned char *)stack,
+				  sizeof(stack), false, f, 8, &n);
+		struct sp_unwind_stats st;
+		if (u)
+			sp_unwinder_stats(u, &st);
+		SP_CHECK(n >= 2);
+		SP_CHECK(n >= 1 && f[0].addr == jit + 0x40 && (f[0].flags & SP_FRAME_JIT));
+		SP_CHECK(n >= 2 && f[1].addr == ra && (f[1].flags & SP_FRAME_RETADDR));
+		SP_CHECK(u && st.fp_frames == 1 && st.scan_frames == 0);
+		sp_unwinder_free(u);
+		sp_addrspaces_free(a, sp_unwinder_free_object);
+	}
+}
