@@ -11,13 +11,10 @@
 #include <unistd.h>
 
 #include "sym/elfsym.h"
-#include "util/modfile.h"
 #include "sym/symtab.h"
-
-struct cached {
-	uint64_t key;		/* addr + 1; 0: empty */
-	struct sp_symres res;
-};
+#include "util/alloc.h"
+#include "util/hashmap.h"
+#include "util/modfile.h"
 
 struct sp_elfsym {
 	struct sp_elfsym_options o;
@@ -30,10 +27,9 @@ struct sp_elfsym {
 	bool tried_dwarf;
 	struct sp_symtab syms;
 	const char *sym_origin;
-	struct cached *cache;
-	size_t ncache, capcache;
+	struct sp_u64map cache;	/* address -> struct sp_symres */
 	char **strings;		/* every string a result points to */
-	size_t nstrings, capstrings;
+	size_t nstrings, alloc_strings;
 };
 
 char *sp_demangle(const char *name)
@@ -53,15 +49,9 @@ static const char *keep(struct sp_elfsym *e, const char *s, bool demangle)
 		d = strdup(s);
 	if (!d)
 		return NULL;
-	if (e->nstrings == e->capstrings) {
-		size_t ncap = e->capstrings ? e->capstrings * 2 : 64;
-		char **ns = realloc(e->strings, ncap * sizeof(*ns));
-		if (!ns) {
-			free(d);
-			return NULL;
-		}
-		e->strings = ns;
-		e->capstrings = ncap;
+	if (SP_ALLOC_GROW(e->strings, e->nstrings + 1, e->alloc_strings) < 0) {
+		free(d);
+		return NULL;
 	}
 	e->strings[e->nstrings++] = d;
 	return d;
@@ -138,6 +128,7 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 		return NULL;
 	}
 	e->o = *o;
+	sp_u64map_init(&e->cache);
 	e->debuginfo_path = strdup(o->debuginfo_path ? o->debuginfo_path : "-:.debug:/usr/lib/debug");
 	e->cb.find_elf = dwfl_build_id_find_elf;
 	e->cb.find_debuginfo = dwfl_standard_find_debuginfo;
@@ -176,9 +167,15 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	if (e->dwfl)
 		dwfl_end(e->dwfl);
 	sp_symtab_release(&e->syms);
-	for (size_t i = 0; i < e->capcache; i++)
-		free(e->cache[i].res.inl);
-	free(e->cache);
+	size_t it = 0;
+	uint64_t addr;
+	void *v;
+	while (sp_u64map_next(&e->cache, &it, &addr, &v)) {
+		struct sp_symres *r = v;
+		free(r->inl);
+		free(r);
+	}
+	sp_u64map_release(&e->cache);
 	for (size_t i = 0; i < e->nstrings; i++)
 		free(e->strings[i]);
 	free(e->strings);
@@ -390,34 +387,16 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 
 const struct sp_symres *sp_elfsym_lookup(struct sp_elfsym *e, uint64_t addr)
 {
-	uint64_t key = addr + 1;
-	if (e->capcache)
-		for (size_t h = (size_t)(key * 0x9e3779b97f4a7c15ull >> 32) & (e->capcache - 1);
-		     e->cache[h].key; h = (h + 1) & (e->capcache - 1))
-			if (e->cache[h].key == key)
-				return &e->cache[h].res;
-	if ((e->ncache + 1) * 2 > e->capcache) {
-		size_t ncap = e->capcache ? e->capcache * 2 : 256;
-		struct cached *nc = calloc(ncap, sizeof(*nc));
-		if (!nc)
-			return NULL;
-		for (size_t i = 0; i < e->capcache; i++) {
-			if (!e->cache[i].key)
-				continue;
-			size_t h = (size_t)(e->cache[i].key * 0x9e3779b97f4a7c15ull >> 32) & (ncap - 1);
-			while (nc[h].key)
-				h = (h + 1) & (ncap - 1);
-			nc[h] = e->cache[i];
-		}
-		free(e->cache);
-		e->cache = nc;
-		e->capcache = ncap;
+	struct sp_symres *r = sp_u64map_get(&e->cache, addr);
+	if (r)
+		return r;
+	if (!(r = malloc(sizeof(*r))))
+		return NULL;
+	resolve(e, addr, r);
+	if (sp_u64map_put(&e->cache, addr, r) < 0) {
+		free(r->inl);
+		free(r);
+		return NULL;
 	}
-	size_t h = (size_t)(key * 0x9e3779b97f4a7c15ull >> 32) & (e->capcache - 1);
-	while (e->cache[h].key)
-		h = (h + 1) & (e->capcache - 1);
-	e->cache[h].key = key;
-	e->ncache++;
-	resolve(e, addr, &e->cache[h].res);
-	return &e->cache[h].res;
+	return r;
 }

@@ -3,7 +3,7 @@
  * libdwfl finding its separate debug file (build-id directories,
  * .gnu_debuglink, debuginfod when DEBUGINFOD_URLS is set) and reading
  * MiniDebugInfo.  Symbols are searched in a table sorted once; every
- * result is cached by address.  Core layer.
+ * result is cached by address.  The sym layer.
  */
 #ifndef SP_ELFSYM_H
 #define SP_ELFSYM_H

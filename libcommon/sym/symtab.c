@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "sym/symtab.h"
+#include "util/alloc.h"
 
 #define CHUNK (64u * 1024)
 
@@ -28,11 +29,8 @@ static const char *store(struct sp_symtab *t, const char *s, size_t n)
 {
 	if (t->nchunks == 0 || t->chunk_used + n + 1 > t->chunk_cap) {
 		size_t cap = n + 1 > CHUNK ? n + 1 : CHUNK;
-		char **nc = realloc(t->chunks, (t->nchunks + 1) * sizeof(*nc));
-		if (!nc)
-			return NULL;
-		t->chunks = nc;
-		if (!(t->chunks[t->nchunks] = malloc(cap)))
+		if (SP_ALLOC_GROW(t->chunks, t->nchunks + 1, t->alloc_chunks) < 0 ||
+		    !(t->chunks[t->nchunks] = malloc(cap)))
 			return NULL;
 		t->nchunks++;
 		t->chunk_used = 0;
@@ -48,14 +46,8 @@ static const char *store(struct sp_symtab *t, const char *s, size_t n)
 int sp_symtab_add(struct sp_symtab *t, uint64_t start, uint64_t size,
 		  const char *name, size_t namelen)
 {
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 256;
-		struct sp_sym *nv = realloc(t->v, ncap * sizeof(*nv));
-		if (!nv)
-			return -1;
-		t->v = nv;
-		t->cap = ncap;
-	}
+	if (SP_ALLOC_GROW(t->v, t->n + 1, t->cap) < 0)
+		return -1;
 	const char *s = store(t, name, namelen);
 	if (!s)
 		return -1;
@@ -124,13 +116,11 @@ const struct sp_sym *sp_symtab_find(const struct sp_symtab *t, uint64_t addr)
 	return best;
 }
 
-int sp_kallsyms_load(const char *path, struct sp_symtab *t, char *err, size_t errlen)
+int sp_kallsyms_load(const char *path, struct sp_symtab *t, struct sp_error *err)
 {
 	FILE *f = fopen(path, "re");
-	if (!f) {
-		snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
-		return -1;
-	}
+	if (!f)
+		return sp_error_errno(err, "cannot open '%s'", path);
 	char line[1024];
 	bool nonzero = false;
 	size_t lines = 0;
@@ -152,20 +142,16 @@ int sp_kallsyms_load(const char *path, struct sp_symtab *t, char *err, size_t er
 			continue;
 		if (sp_symtab_add(t, a, 0, name, nl) < 0) {
 			fclose(f);
-			snprintf(err, errlen, "out of memory");
-			return -1;
+			return sp_error_errno(err, "'%s'", path);
 		}
 	}
 	fclose(f);
-	if (lines && !nonzero) {
-		snprintf(err, errlen, "every address in '%s' is zero: it was saved without "
-			 "privilege (kernel.kptr_restrict); save it as root", path);
-		return -2;
-	}
-	if (!lines) {
-		snprintf(err, errlen, "'%s' holds no kallsyms lines", path);
-		return -1;
-	}
+	if (lines && !nonzero)
+		return sp_error_set(err, SP_ERR_PERMISSION, "every address in '%s' is zero: it was "
+				    "saved without privilege (kernel.kptr_restrict); save it as root",
+				    path);
+	if (!lines)
+		return sp_error_set(err, SP_ERR_BAD_INPUT, "'%s' holds no kallsyms lines", path);
 	sp_symtab_finish(t);
 	return 0;
 }
@@ -232,7 +218,7 @@ int sp_perfmap_load_fd(int fd, struct sp_symtab *t, uint64_t *skipped)
 		if (sp_symtab_add(t, start, size, name, nl) < 0) {
 			free(line);
 			fclose(f);
-			errno = ENOMEM;
+			errno = ENOMEM;	/* sp_symtab_add() failed only for memory */
 			return -1;
 		}
 	}

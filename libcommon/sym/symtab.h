@@ -1,6 +1,6 @@
 /*
  * Address-sorted symbol tables, built once and searched by bisection:
- * for ELF symbols, a saved kallsyms, and JIT perf maps.  Core layer.
+ * for ELF symbols, a saved kallsyms, and JIT perf maps.  The sym layer.
  */
 #ifndef SP_SYMTAB_H
 #define SP_SYMTAB_H
@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "util/error.h"
 
 struct sp_sym {
 	uint64_t start, end;	/* [start, end); end is start + size, or the next start */
@@ -18,9 +20,9 @@ struct sp_sym {
 
 struct sp_symtab {
 	struct sp_sym *v;
-	size_t n, cap;
+	size_t n, cap;		/* cap: elements of v allocated */
 	char **chunks;		/* string storage */
-	size_t nchunks, chunk_used, chunk_cap;
+	size_t nchunks, alloc_chunks, chunk_used, chunk_cap;
 	bool sorted;
 };
 
@@ -46,10 +48,12 @@ const struct sp_sym *sp_symtab_find(const struct sp_symtab *t, uint64_t addr);
 
 /*
  * Loads a kallsyms file ("ADDR TYPE NAME [MODULE]" lines; text symbols
- * kept).  Returns 0; -1 when it cannot be read, and -2 when every address
- * is zero (read without privilege): err says which.
+ * kept) into t and sorts it.  Returns 0, or -1 with the reason in *err:
+ * SP_ERR_PERMISSION when every address is zero (it was read without
+ * privilege), SP_ERR_BAD_INPUT when it holds no kallsyms line, else
+ * SP_ERR_ERRNO or SP_ERR_NOMEM.
  */
-int sp_kallsyms_load(const char *path, struct sp_symtab *t, char *err, size_t errlen);
+int sp_kallsyms_load(const char *path, struct sp_symtab *t, struct sp_error *err);
 
 /*
  * Loads a perf map ("START SIZE NAME" lines, hexadecimal with or without

@@ -1,13 +1,62 @@
 /* Finding module files (see modfile.h). */
+#include <elf.h>
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "util/alloc.h"
 #include "util/buildid.h"
 #include "util/modfile.h"
 #include "util/sha1.h"
+
+void sp_modfile_search_init(struct sp_modfile_search *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+void sp_modfile_search_set_root(struct sp_modfile_search *s, const char *root)
+{
+	s->root = root && strcmp(root, "/") != 0 ? root : NULL;
+}
+
+int sp_modfile_search_add_dir(struct sp_modfile_search *s, const char *dir)
+{
+	if (SP_ALLOC_GROW(s->own_dirs, s->ndirs + 1, s->alloc_dirs) < 0)
+		return -1;
+	s->own_dirs[s->ndirs++] = dir;
+	s->dirs = s->own_dirs;
+	return 0;
+}
+
+void sp_modfile_search_release(struct sp_modfile_search *s)
+{
+	free(s->own_dirs);
+	sp_modfile_search_init(s);
+}
+
+const void *sp_vdso_image(size_t *size)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return NULL;
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return NULL;
+	size_t n = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+	for (int i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > n)
+			n = ph[i].p_offset + ph[i].p_filesz;
+	/* A vDSO is a few pages; anything larger is not one. */
+	if (n == 0 || n > (1u << 20))
+		return NULL;
+	*size = n;
+	return eh;
+}
 
 void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,
 			 const char *suffix, char *out, size_t len)

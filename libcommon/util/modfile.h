@@ -1,7 +1,7 @@
 /*
  * Finding the file of a recorded module: in build-id directories, under a
  * root, at its recorded path; a file is used only when its build-id is
- * the recorded one.  Core layer.
+ * the recorded one.  The util layer.
  */
 #ifndef SP_MODFILE_H
 #define SP_MODFILE_H
@@ -19,7 +19,24 @@ struct sp_modfile_search {
 	 * the path is most likely the one that was mapped.
 	 */
 	bool trust_unidentified;
+	/* The array dirs points to when filled by sp_modfile_search_add_dir(). */
+	const char **own_dirs;
+	size_t alloc_dirs;
 };
+
+/*
+ * The module-search options the tools share, so that --root and
+ * --module-dir (and --archive, which is a module dir) mean the same in
+ * each: sp_modfile_search_init() empties s; sp_modfile_search_set_root()
+ * takes a --root DIR ("/" is no root at all); sp_modfile_search_add_dir()
+ * appends a --module-dir DIR and returns 0, or -1 when memory runs out.
+ * The strings are not copied: they must outlive s (option arguments do).
+ * sp_modfile_search_release() frees what add_dir allocated.
+ */
+void sp_modfile_search_init(struct sp_modfile_search *s);
+void sp_modfile_search_set_root(struct sp_modfile_search *s, const char *root);
+int sp_modfile_search_add_dir(struct sp_modfile_search *s, const char *dir);
+void sp_modfile_search_release(struct sp_modfile_search *s);
 
 /*
  * Opens the file of a module recorded at path with build-id bid (bidlen
@@ -35,6 +52,15 @@ struct sp_modfile_search {
 int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
 		    const unsigned char *bid, int bidlen, bool content, char *found,
 		    size_t foundlen, bool *mismatch);
+
+/*
+ * This process's vDSO image, mapped by the kernel: in the boot a stream
+ * was recorded in, the image its processes had.  Returns its address and
+ * sets *size (the ELF headers, sections and loaded segments), or NULL
+ * when there is none or it does not look like 64-bit ELF.  The memory
+ * stays valid for the life of the process and is read-only.
+ */
+const void *sp_vdso_image(size_t *size);
 
 /* DIR/.build-id/xx/rest plus suffix ("" or ".debug") into out. */
 void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,

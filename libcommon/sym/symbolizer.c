@@ -1,0 +1,534 @@
+/* Naming the frames of an unwound stream (see symbolizer.h). */
+#include <elfutils/debuginfod.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "stream/header.h"
+#include "stream/vocab.h"
+#include "sym/symbolizer.h"
+#include "sym/symtab.h"
+#include "util/alloc.h"
+#include "util/buildid.h"
+#include "util/hashmap.h"
+
+/* Functions hidden in a profiler's default view: start-up scaffolding. */
+static const char *const hidden_names[] = {
+	"_start", "__libc_start_main", "__libc_start_main_impl",
+	"__libc_start_call_main", "start_thread", "clone", "clone3", "__clone3",
+	"__clone", "thread_start", "entry_SYSCALL_64", "entry_SYSCALL_64_after_hwframe",
+	"do_syscall_64", "ret_from_fork", "ret_from_fork_asm", "asm_sysvec_apic_timer_interrupt",
+};
+
+static const char *const origin_names[SP_ORIGIN_COUNT] = {
+#define SP_X_ORIGIN(e, s) [SP_ORIGIN_##e] = s,
+	SP_SYM_ORIGINS(SP_X_ORIGIN)
+#undef SP_X_ORIGIN
+};
+
+/* A module file's symbolizer, kept across segments by (path, build-id). */
+struct modsym {
+	struct sp_hashmap_entry e;
+	char *path;
+	unsigned char bid[SP_BUILD_ID_MAX];
+	int bidlen;
+	bool content;		/* bid is a content identity */
+	bool mismatch;
+	struct sp_elfsym *es;	/* NULL: missing or mismatched */
+};
+
+enum module_kind { MOD_OTHER, MOD_ELF, MOD_JIT, MOD_VDSO };
+
+/* A module record of the current segment. */
+struct module {
+	bool defined;
+	enum module_kind kind;
+	char *path;
+	uint32_t pid;
+	struct modsym *ms;	/* elf modules, once looked at */
+};
+
+/* A frame as interned: what it was resolved from. */
+struct fkey {
+	uint64_t module, addr, flags, gen;
+};
+
+struct frame {
+	struct sp_hashmap_entry e;
+	struct fkey k;
+	uint64_t id;
+};
+
+enum { KALLSYMS_UNTRIED, KALLSYMS_LOADED, KALLSYMS_NONE };
+
+struct sp_symbolizer {
+	const struct sp_sym_search *s;
+	sp_sym_warn_fn *warn;
+	void *warn_arg;
+	struct sp_error err;
+	bool this_boot;
+	struct sp_modfile_search modules_search;	/* s->modules, trust by segment */
+
+	struct sp_hashmap modsyms;	/* struct modsym, across segments */
+	struct module *modules;		/* by id, this segment */
+	size_t nmodules, alloc_modules;
+	struct sp_hashmap frames;	/* struct frame, this segment */
+	uint64_t nframes;
+
+	struct sp_elfsym *vdso;		/* this process's vDSO, for streams of this boot */
+	bool vdso_tried;
+	struct sp_symtab ksyms;
+	int kstate;
+	struct sp_perfmaps *perfmaps;
+
+	uint64_t by_origin[SP_ORIGIN_COUNT];
+	uint64_t modules_missing, modules_mismatched, debuginfo_modules;
+};
+
+const char *sp_sym_origin_name(enum sp_sym_origin o)
+{
+	return (unsigned)o < SP_ORIGIN_COUNT ? origin_names[o] : "address-only";
+}
+
+static void warnf(struct sp_symbolizer *sym, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void warnf(struct sp_symbolizer *sym, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	if (!sym->warn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sym->warn(sym->warn_arg, msg);
+}
+
+static int modsym_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		      const void *keydata)
+{
+	const struct modsym *x = sp_container_of(a, struct modsym, e);
+	const struct modsym *y = sp_container_of(b, struct modsym, e);
+	(void)keydata;
+	if (x->bidlen != y->bidlen || memcmp(x->bid, y->bid, (size_t)x->bidlen) != 0)
+		return 1;
+	return x->bidlen == 0 && strcmp(x->path, y->path) != 0;
+}
+
+static int frame_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		     const void *keydata)
+{
+	const struct frame *x = sp_container_of(a, struct frame, e);
+	const struct frame *y = sp_container_of(b, struct frame, e);
+	(void)keydata;
+	return memcmp(&x->k, &y->k, sizeof(x->k));
+}
+
+static void modsym_free(struct sp_hashmap_entry *e)
+{
+	struct modsym *m = sp_container_of(e, struct modsym, e);
+	sp_elfsym_free(m->es);
+	free(m->path);
+	free(m);
+}
+
+static void frame_free(struct sp_hashmap_entry *e)
+{
+	free(sp_container_of(e, struct frame, e));
+}
+
+/* Reads the kallsyms that names kernel frames, once per boot of the stream. */
+static int kallsyms_load(struct sp_symbolizer *sym, struct sp_error *err)
+{
+	const char *path = sym->s->kallsyms;
+	if (sym->kstate != KALLSYMS_UNTRIED)
+		return 0;
+	sym->kstate = KALLSYMS_NONE;
+	if (path && strcmp(path, "none") == 0)
+		return 0;
+	if (!path && !sym->this_boot) {
+		warnf(sym, "kernel frames stay addresses: the stream was recorded on another host "
+		      "or boot; pass --kallsyms FILE (saved there with sp-capture --kallsyms-out)");
+		return 0;
+	}
+	if (sp_kallsyms_load(path ? path : "/proc/kallsyms", &sym->ksyms, err) == 0) {
+		sym->kstate = KALLSYMS_LOADED;
+		return 0;
+	}
+	if (path && !sym->s->kallsyms_archived)
+		return -1;
+	warnf(sym, "kernel frames stay addresses: %s", sp_error_message(err));
+	return 0;
+}
+
+struct sp_symbolizer *sp_symbolizer_new(const struct sp_sym_search *s, sp_sym_warn_fn *warn,
+					void *warn_arg, struct sp_error *err)
+{
+	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
+	if (sym)
+		sym->perfmaps = sp_perfmaps_new(s, warn, warn_arg);
+	if (!sym || !sym->perfmaps) {
+		free(sym);
+		sp_error_set(err, SP_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	sym->s = s;
+	sym->warn = warn;
+	sym->warn_arg = warn_arg;
+	sym->modules_search = s->modules;
+	sp_hashmap_init(&sym->modsyms, modsym_cmp);
+	sp_hashmap_init(&sym->frames, frame_cmp);
+	sp_symtab_init(&sym->ksyms);
+	/* A kallsyms file given is checked before anything is written. */
+	if (s->kallsyms && kallsyms_load(sym, err) < 0) {
+		sp_symbolizer_free(sym);
+		return NULL;
+	}
+	return sym;
+}
+
+static void reset_segment(struct sp_symbolizer *sym)
+{
+	for (size_t i = 0; i < sym->nmodules; i++)
+		free(sym->modules[i].path);
+	sym->nmodules = 0;
+	sp_hashmap_release(&sym->frames, frame_free);
+	sp_hashmap_init(&sym->frames, frame_cmp);
+	sym->nframes = 0;
+	sp_perfmaps_reset(sym->perfmaps);
+}
+
+void sp_symbolizer_free(struct sp_symbolizer *sym)
+{
+	if (!sym)
+		return;
+	reset_segment(sym);
+	free(sym->modules);
+	sp_hashmap_release(&sym->frames, frame_free);
+	sp_hashmap_release(&sym->modsyms, modsym_free);
+	sp_perfmaps_free(sym->perfmaps);
+	sp_symtab_release(&sym->ksyms);
+	sp_elfsym_free(sym->vdso);
+	free(sym);
+}
+
+const char *sp_symbolizer_error(const struct sp_symbolizer *sym)
+{
+	return sp_error_message(&sym->err);
+}
+
+void sp_symbolizer_begin_segment(struct sp_symbolizer *sym, const msgpack_object *hdr)
+{
+	bool boot = sp_header_same_boot(hdr);
+	reset_segment(sym);
+	if (!sym->s->kallsyms && boot != sym->this_boot) {
+		/* The default source depends on the segment's boot. */
+		sp_symtab_release(&sym->ksyms);
+		sp_symtab_init(&sym->ksyms);
+		sym->kstate = KALLSYMS_UNTRIED;
+	}
+	sym->this_boot = boot;
+	sym->modules_search.trust_unidentified = boot;
+}
+
+/* The executable itself from a debuginfod server, by build-id; -1: none. */
+static int debuginfod_find(struct modsym *m, char *found, size_t foundlen)
+{
+	debuginfod_client *dc = debuginfod_begin();
+	char *where = NULL;
+	int fd = dc ? debuginfod_find_executable(dc, m->bid, m->bidlen, &where) : -1;
+	if (dc)
+		debuginfod_end(dc);
+	if (fd >= 0) {
+		unsigned char id[SP_BUILD_ID_MAX];
+		int n = sp_build_id_fd(fd, id);
+		if (n != m->bidlen || memcmp(id, m->bid, (size_t)n) != 0) {
+			close(fd);
+			fd = -1;
+			m->mismatch = true;
+		} else {
+			snprintf(found, foundlen, "%s", where);
+		}
+	}
+	free(where);
+	return fd < 0 ? -1 : fd;
+}
+
+/* The symbolizer of the file of a module at path with identity bid. */
+static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, const void *bid,
+				 size_t bidlen, bool content)
+{
+	struct modsym key = { .path = (char *)path };
+	key.bidlen = (int)(bidlen > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : bidlen);
+	if (key.bidlen)
+		memcpy(key.bid, bid, (size_t)key.bidlen);
+	key.e.hash = key.bidlen ? sp_hash_bytes(key.bid, (size_t)key.bidlen) : sp_hash_str(path);
+	struct sp_hashmap_entry *e = sp_hashmap_get(&sym->modsyms, &key.e, NULL);
+	if (e)
+		return sp_container_of(e, struct modsym, e);
+
+	struct modsym *m = malloc(sizeof(*m));
+	if (!m)
+		return NULL;
+	*m = key;
+	m->content = content;
+	if (!(m->path = strdup(path)) || sp_hashmap_add(&sym->modsyms, &m->e) < 0) {
+		free(m->path);
+		free(m);
+		return NULL;
+	}
+	char found[4096];
+	int fd = sp_modfile_open(&sym->modules_search, path, m->bid, m->bidlen, content, found,
+				 sizeof(found), &m->mismatch);
+	if (fd < 0 && sym->s->debuginfod && !content && m->bidlen > 0)
+		fd = debuginfod_find(m, found, sizeof(found));
+	if (fd >= 0)
+		m->es = sp_elfsym_open(fd, found, &sym->s->elf);
+	if (!m->es && m->mismatch)
+		sym->modules_mismatched++;
+	else if (!m->es)
+		sym->modules_missing++;
+	else if (sp_elfsym_has_debuginfo(m->es))
+		sym->debuginfo_modules++;
+	return m;
+}
+
+int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *rec)
+{
+	uint64_t id = 0, pid = 0;
+	const char *p = "", *k = NULL;
+	size_t pl = 0, kl = 0, bidlen = 0;
+	const void *bid = NULL;
+	bool content = false;
+	sp_map_u64(rec->map, "id", &id);
+	sp_map_u64(rec->map, "pid", &pid);
+	sp_map_str(rec->map, "path", &p, &pl);
+	if (!sp_map_str(rec->map, "kind", &k, &kl)) {
+		/* No kind: a file if the path names one. */
+		k = pl && p[0] == '/' ? "elf" : "anon";
+		kl = strlen(k);
+	}
+	if (!sp_map_bin(rec->map, "build_id", &bid, &bidlen)) {
+		bidlen = 0;
+		content = sp_map_bin(rec->map, "content_id", &bid, &bidlen);
+	}
+	if (id > 1000000)
+		return 0;
+	if (id >= sym->nmodules) {
+		if (SP_ALLOC_GROW(sym->modules, id + 1, sym->alloc_modules) < 0)
+			return sp_error_errno(&sym->err, "module %llu", (unsigned long long)id);
+		memset(sym->modules + sym->nmodules, 0, (id + 1 - sym->nmodules) * sizeof(*sym->modules));
+		sym->nmodules = id + 1;
+	}
+	struct module *m = &sym->modules[id];
+	free(m->path);
+	memset(m, 0, sizeof(*m));
+	if (!(m->path = strndup(p, pl)))
+		return sp_error_errno(&sym->err, "module %llu", (unsigned long long)id);
+	m->kind = kl == 3 && memcmp(k, "elf", 3) == 0 ? MOD_ELF :
+		  kl == 3 && memcmp(k, "jit", 3) == 0 ? MOD_JIT :
+		  kl == 4 && memcmp(k, "vdso", 4) == 0 ? MOD_VDSO : MOD_OTHER;
+	m->pid = (uint32_t)pid;
+	m->defined = true;
+	if (m->kind == MOD_ELF && !(m->ms = modsym_get(sym, m->path, bid, bidlen, content)))
+		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
+{
+	if (sp_perfmaps_note(sym->perfmaps, rec) < 0)
+		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	return 0;
+}
+
+int sp_frame_ref_decode(const msgpack_object *o, struct sp_frame_ref *f)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 4)
+		return -1;
+	const msgpack_object *e = o->via.array.ptr;
+	if (e[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+	    (e[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER && e[1].type != MSGPACK_OBJECT_NIL) ||
+	    e[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+	    e[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return -1;
+	f->addr = e[0].via.u64;
+	f->module = e[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? e[1].via.u64 : SP_NO_MODULE;
+	f->rel = e[2].via.u64;
+	f->flags = e[3].via.u64;
+	return 0;
+}
+
+static struct module *module_of(struct sp_symbolizer *sym, uint64_t id)
+{
+	return id < sym->nmodules && sym->modules[id].defined ? &sym->modules[id] : NULL;
+}
+
+int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_frame_ref *f, uint64_t *id)
+{
+	struct frame key = { .k = { f->module, f->addr, f->flags, 0 } };
+	if (f->flags & SP_FRAME_MARKER)
+		key.k.addr = f->rel;	/* markers differ by their reason */
+	const struct module *mod = module_of(sym, f->module);
+	if (mod && mod->kind == MOD_JIT)	/* a JIT name holds until its map is read again */
+		key.k.gen = sp_perfmaps_generation(sym->perfmaps, mod->pid);
+	key.e.hash = (uint32_t)(sp_hash_u64(key.k.module * 31 + key.k.addr) ^ key.k.flags ^
+				(key.k.gen << 16));
+	struct sp_hashmap_entry *e = sp_hashmap_get(&sym->frames, &key.e, NULL);
+	if (e) {
+		*id = sp_container_of(e, struct frame, e)->id;
+		return 0;
+	}
+	struct frame *fr = malloc(sizeof(*fr));
+	if (!fr)
+		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	*fr = key;
+	fr->id = sym->nframes;
+	if (sp_hashmap_add(&sym->frames, &fr->e) < 0) {
+		free(fr);
+		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	}
+	*id = sym->nframes++;
+	return 1;
+}
+
+/*
+ * The vDSO of this process: in the same boot it is the image the
+ * recorded processes had.  Handed to libdwfl through a memfd.
+ */
+static struct sp_elfsym *own_vdso(struct sp_symbolizer *sym)
+{
+	if (sym->vdso_tried)
+		return sym->vdso;
+	sym->vdso_tried = true;
+	size_t size;
+	const void *image = sp_vdso_image(&size);
+	int fd = image ? memfd_create("vdso", MFD_CLOEXEC) : -1;
+	if (fd < 0)
+		return NULL;
+	if (write(fd, image, size) != (ssize_t)size) {
+		close(fd);
+		return NULL;
+	}
+	sym->vdso = sp_elfsym_open(fd, "[vdso]", &sym->s->elf);
+	return sym->vdso;
+}
+
+static enum sp_sym_origin origin_of(const char *s)
+{
+	for (int i = 0; i < SP_ORIGIN_COUNT; i++)
+		if (strcmp(origin_names[i], s) == 0)
+			return (enum sp_sym_origin)i;
+	return SP_ORIGIN_ADDRESS_ONLY;
+}
+
+/* A name from a symbol table: kallsyms or a perf map. */
+static void from_sym(struct sp_symframe *out, const struct sp_sym *s, uint64_t addr,
+		     enum sp_sym_origin origin)
+{
+	if (!s)
+		return;
+	out->origin = origin;
+	out->name = s->name;
+	out->offset = addr - s->start;
+}
+
+/* A name from an ELF file; the offset is from addr itself, not addr - 1. */
+static void from_elf(struct sp_symframe *out, const struct sp_symres *r, unsigned back,
+		     bool lines)
+{
+	if (!r || !r->name)
+		return;
+	out->origin = origin_of(r->origin);
+	out->name = r->name;
+	out->offset = r->offset + back;
+	if (lines) {
+		out->file = r->file;
+		out->line = r->line;
+		out->inl = r->inl;
+		out->ninl = r->ninl;
+	}
+}
+
+void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_frame_ref *f,
+			   struct sp_symframe *out)
+{
+	unsigned kind = f->flags & SP_FRAME_KIND_MASK, back = f->flags & SP_FRAME_RETADDR ? 1 : 0;
+	struct module *mod = module_of(sym, f->module);
+	out->name = NULL;
+	out->origin = SP_ORIGIN_ADDRESS_ONLY;
+	out->offset = 0;
+	out->file = NULL;
+	out->line = 0;
+	out->inl = NULL;
+	out->ninl = 0;
+	out->has_module = f->module != SP_NO_MODULE;
+	out->module = f->module;
+	out->flags = (uint32_t)(f->flags & SP_FRAME_RETADDR) |
+		     (kind == SP_FRAME_KERNEL ? SP_SYM_KERNEL : kind == SP_FRAME_JIT ? SP_SYM_JIT : 0);
+
+	if (f->flags & SP_FRAME_MARKER) {
+		if (f->rel < SP_END_COUNT)
+			snprintf(out->buf, sizeof(out->buf), "[%s]",
+				 sp_unwind_end_name((enum sp_unwind_end)f->rel));
+		else
+			snprintf(out->buf, sizeof(out->buf), "[marker %llu]", (unsigned long long)f->rel);
+		out->name = out->buf;
+		out->flags = SP_SYM_MARKER;
+		out->has_module = false;
+		mod = NULL;
+	} else if (kind == SP_FRAME_KERNEL) {
+		kallsyms_load(sym, &sym->err);
+		if (sym->kstate == KALLSYMS_LOADED)
+			from_sym(out, sp_symtab_find(&sym->ksyms, f->addr - back), f->addr,
+				 SP_ORIGIN_KALLSYMS);
+	} else if (mod && mod->kind == MOD_JIT) {
+		from_sym(out, sp_perfmaps_find(sym->perfmaps, mod->pid, f->addr - back), f->addr,
+			 SP_ORIGIN_PERF_MAP);
+	} else if (mod && mod->kind == MOD_VDSO) {
+		struct sp_elfsym *v = sym->this_boot ? own_vdso(sym) : NULL;
+		from_elf(out, v ? sp_elfsym_lookup(v, f->rel - back) : NULL, back, false);
+	} else if (mod && mod->kind == MOD_ELF) {
+		if (!mod->ms)
+			mod->ms = modsym_get(sym, mod->path, NULL, 0, false);
+		if (mod->ms && mod->ms->es)
+			from_elf(out, sp_elfsym_lookup(mod->ms->es, f->rel - back), back, true);
+	}
+	if (!out->name) {
+		/* Still say where: the module's file name and the offset. */
+		const char *base = mod ? strrchr(mod->path, '/') : NULL;
+		base = base ? base + 1 : mod ? mod->path : NULL;
+		if (kind == SP_FRAME_KERNEL)
+			snprintf(out->buf, sizeof(out->buf), "[kernel]+0x%llx", (unsigned long long)f->addr);
+		else if (base)
+			snprintf(out->buf, sizeof(out->buf), "%.400s+0x%llx", base,
+				 (unsigned long long)f->rel);
+		else
+			snprintf(out->buf, sizeof(out->buf), "0x%llx", (unsigned long long)f->addr);
+		out->name = out->buf;
+	}
+	for (size_t i = 0; i < sizeof(hidden_names) / sizeof(*hidden_names); i++)
+		if (strcmp(out->name, hidden_names[i]) == 0)
+			out->flags |= SP_SYM_HIDDEN;
+	if (out->ninl)
+		out->flags |= SP_SYM_INLINE;
+	out->has_offset = out->offset || out->origin != SP_ORIGIN_ADDRESS_ONLY;
+	sym->by_origin[out->origin]++;
+}
+
+void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_sym_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->frames = sym->nframes;
+	memcpy(st->by_origin, sym->by_origin, sizeof(st->by_origin));
+	st->modules_missing = sym->modules_missing;
+	st->modules_mismatched = sym->modules_mismatched;
+	st->debuginfo_modules = sym->debuginfo_modules;
+	sp_perfmaps_stats(sym->perfmaps, &st->perf_maps);
+	st->kallsyms = sym->kstate == KALLSYMS_LOADED ?
+		       (sym->s->kallsyms ? sym->s->kallsyms : "/proc/kallsyms") : "none";
+}

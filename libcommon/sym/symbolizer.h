@@ -1,0 +1,131 @@
+/*
+ * Naming the frames of an unwound stream: a symbolizer follows the
+ * stream's segments, modules and processes, interns each distinct frame
+ * once per segment, and resolves it from the source its kind calls for:
+ * the module's ELF and DWARF files (found by sym/search.h's settings),
+ * this process's vDSO in the same boot, a kallsyms file for the kernel,
+ * the process's perf map for JIT code.  A frame without a name still
+ * gets one that says where it is (module+0xOFFSET).
+ *
+ *	struct sp_symbolizer *sym = sp_symbolizer_new(&search, warn, arg, &err);
+ *	for each record: header -> sp_symbolizer_begin_segment(),
+ *	    module -> sp_symbolizer_add_module(), stack -> for each frame
+ *	    sp_frame_ref_decode(), sp_symbolizer_intern() and, for a new one,
+ *	    sp_symbolizer_resolve(); others -> sp_symbolizer_note().
+ */
+#ifndef SP_SYM_SYMBOLIZER_H
+#define SP_SYM_SYMBOLIZER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <msgpack.h>
+
+#include "stream/stream.h"
+#include "sym/elfsym.h"
+#include "sym/perfmaps.h"
+#include "sym/search.h"
+#include "util/error.h"
+
+/* Where a name came from: X(enum suffix, the frame record's origin). */
+#define SP_SYM_ORIGINS(X) \
+	X(SYMTAB, "symtab") \
+	X(DYNSYM, "dynsym") \
+	X(DEBUGINFO, "debuginfo") \
+	X(PERF_MAP, "perf-map") \
+	X(KALLSYMS, "kallsyms") \
+	X(ADDRESS_ONLY, "address-only")
+
+enum sp_sym_origin {
+#define SP_X_ORIGIN(e, s) SP_ORIGIN_##e,
+	SP_SYM_ORIGINS(SP_X_ORIGIN)
+#undef SP_X_ORIGIN
+	SP_ORIGIN_COUNT
+};
+
+const char *sp_sym_origin_name(enum sp_sym_origin o);
+
+/* A frame of a stack record, as sp-unwind wrote it. */
+struct sp_frame_ref {
+	uint64_t addr;
+	uint64_t module;	/* SP_NO_MODULE: none */
+	uint64_t rel;		/* the module-relative address; a marker's reason */
+	uint64_t flags;		/* SP_FRAME_* */
+};
+
+#define SP_NO_MODULE UINT64_MAX
+
+/* Decodes [addr, module|nil, rel, flags]; returns 0, or -1 when malformed. */
+int sp_frame_ref_decode(const msgpack_object *o, struct sp_frame_ref *f);
+
+/* A resolved frame.  Its pointers stay valid until the next resolve. */
+struct sp_symframe {
+	const char *name;		/* never NULL */
+	enum sp_sym_origin origin;
+	uint64_t offset;		/* from the symbol's start to the address */
+	bool has_offset;		/* a named frame, or an offset that is not 0 */
+	bool has_module;
+	uint64_t module;
+	const char *file;		/* NULL when unknown */
+	unsigned line;			/* 0 when unknown */
+	const struct sp_inline *inl;	/* innermost first */
+	size_t ninl;
+	uint32_t flags;			/* SP_SYM_* */
+	char buf[512];			/* a made-up name */
+};
+
+struct sp_sym_stats {
+	uint64_t frames;		/* interned in this segment */
+	uint64_t by_origin[SP_ORIGIN_COUNT];
+	uint64_t modules_missing, modules_mismatched, debuginfo_modules;
+	struct sp_perfmaps_stats perf_maps;
+	const char *kallsyms;		/* the kallsyms read, or "none" */
+};
+
+struct sp_symbolizer;
+
+/*
+ * A symbolizer with the settings s (finished; they must outlive it).
+ * warn (may be NULL) hears what a tool may want to show: a perf map
+ * refused, kernel frames left unnamed.  A kallsyms file given is read
+ * now: NULL with the reason in *err when it is unusable (unless it is
+ * the archive's own: then a warning) or memory runs out.
+ */
+struct sp_symbolizer *sp_symbolizer_new(const struct sp_sym_search *s, sp_sym_warn_fn *warn,
+					void *warn_arg, struct sp_error *err);
+void sp_symbolizer_free(struct sp_symbolizer *sym);
+
+/* The last error of sym. */
+const char *sp_symbolizer_error(const struct sp_symbolizer *sym);
+
+/*
+ * A new segment begins with the header hdr: its modules, processes and
+ * frame ids are forgotten; whether it was recorded in this boot decides
+ * the default kallsyms, the vDSO and trust in modules without an identity.
+ */
+void sp_symbolizer_begin_segment(struct sp_symbolizer *sym, const msgpack_object *hdr);
+
+/*
+ * A module record: an ELF module's file is found and opened now (once
+ * per path and identity across segments).  Returns 0, or -1 when memory
+ * runs out.
+ */
+int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *rec);
+
+/* Any other record: what the perf-map rules need.  0, or -1 out of memory. */
+int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec);
+
+/*
+ * The segment's id of frame f in *id.  Returns 1 when f is new (resolve
+ * it and write its record), 0 when it was interned before, -1 when
+ * memory runs out.  A JIT frame is new again once its perf map is read
+ * again.
+ */
+int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_frame_ref *f, uint64_t *id);
+
+/* Names frame f into *out (see struct sp_symframe) and counts its origin. */
+void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_frame_ref *f,
+			   struct sp_symframe *out);
+
+void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_sym_stats *st);
+
+#endif
