@@ -17,8 +17,10 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "fold/fold.h"
-#include "stream/json.h"
+#include "fold/fold_internal.h"
+#include "util/alloc.h"
+#include "util/hashmap.h"
+#include "util/strbuf.h"
 
 /* Field numbers of profile.proto. */
 enum {
@@ -95,80 +97,6 @@ static void pb_msg(struct sp_buf *b, unsigned field, struct sp_buf *sub)
 	sub->len = 0;
 }
 
-/* An open-addressing hash of indices; a value is index + 1, 0 empty. */
-struct htab {
-	uint64_t *h;
-	uint32_t *v;
-	size_t cap, n;
-};
-
-/* Makes room for one more entry.  Returns 0, or -1 when memory ran out. */
-static int ht_reserve(struct htab *t)
-{
-	if ((t->n + 1) * 2 <= t->cap)
-		return 0;
-	size_t ncap = t->cap ? t->cap * 2 : 256;
-	uint64_t *nh = calloc(ncap, sizeof(*nh));
-	uint32_t *nv = calloc(ncap, sizeof(*nv));
-	if (!nh || !nv) {
-		free(nh);
-		free(nv);
-		return -1;
-	}
-	for (size_t i = 0; i < t->cap; i++) {
-		if (!t->v[i])
-			continue;
-		size_t j = t->h[i] & (ncap - 1);
-		while (nv[j])
-			j = (j + 1) & (ncap - 1);
-		nh[j] = t->h[i];
-		nv[j] = t->v[i];
-	}
-	free(t->h);
-	free(t->v);
-	t->h = nh;
-	t->v = nv;
-	t->cap = ncap;
-	return 0;
-}
-
-/*
- * The slot of the entry with hash h that same() accepts, or the empty slot
- * where it belongs.  Call ht_reserve() first.
- */
-static size_t ht_slot(const struct htab *t, uint64_t h, bool (*same)(const void *, uint32_t),
-		      const void *key)
-{
-	size_t i = h & (t->cap - 1);
-	while (t->v[i] && !(t->h[i] == h && same(key, t->v[i] - 1)))
-		i = (i + 1) & (t->cap - 1);
-	return i;
-}
-
-static void ht_set(struct htab *t, size_t slot, uint64_t h, uint32_t index)
-{
-	t->h[slot] = h;
-	t->v[slot] = index + 1;
-	t->n++;
-}
-
-static void ht_release(struct htab *t)
-{
-	free(t->h);
-	free(t->v);
-}
-
-static uint64_t fnv(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ull;
-	return h;
-}
-
-#define FNV_SEED 1469598103934665603ull
-
-
 struct mapping {
 	uint32_t path;			/* string index */
 	const struct sp_fold_frame *first;	/* a frame of it, for the build-id */
@@ -187,67 +115,86 @@ struct location {
 	uint32_t mapping;		/* index + 1; 0: none */
 };
 
+/* A string of the table, found by its bytes. */
+struct str_ent {
+	struct sp_hashmap_entry e;
+	const char *s;
+	uint32_t idx;
+};
+
+/* A location, found by its run of frames. */
+struct loc_ent {
+	struct sp_hashmap_entry e;
+	const uint32_t *frames;
+	size_t n;
+	uint32_t idx;
+};
+
 struct pp {
 	const struct sp_fold_view *v;
 	bool oom;
 	/* Strings: copies, made valid UTF-8, and the encoded table. */
 	char **strs;
-	size_t nstrs, capstrs;
-	struct htab sidx;
+	size_t nstrs, allocstrs;
+	struct sp_hashmap str_map;
 	struct sp_buf table;
 	struct sp_buf clean;	/* scratch for str_id() */
 	struct mapping *maps;
-	size_t nmaps, capmaps;
-	struct htab midx;
+	size_t nmaps, allocmaps;
+	struct sp_u64map map_ids;	/* path string -> index + 1 */
 	struct function *funcs;
-	size_t nfuncs, capfuncs;
-	struct htab fidx;
+	size_t nfuncs, allocfuncs;
+	struct sp_u64map func_ids;	/* name << 32 | file -> index + 1 */
 	struct location *locs;
-	size_t nlocs, caplocs;
-	struct htab lidx;
+	size_t nlocs, alloclocs;
+	struct sp_hashmap loc_map;
 };
 
-/* Makes room for element n of an array of capacity *cap.  NULL: out of memory. */
-static void *grow(struct pp *p, void *v, size_t *cap, size_t n, size_t size)
+static int str_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		   const void *keydata)
 {
-	if (n < *cap)
-		return v;
-	size_t ncap = *cap ? *cap * 2 : 64;
-	void *nv = realloc(v, ncap * size);
-	if (!nv) {
-		p->oom = true;
-		return NULL;
-	}
-	*cap = ncap;
-	return nv;
+	(void)keydata;
+	return strcmp(sp_container_of(a, struct str_ent, e)->s, sp_container_of(b, struct str_ent, e)->s);
 }
 
-/* The keys the tables are searched by. */
-struct strkey {
-	const struct pp *p;
-	const char *s;
-};
-
-struct mapkey {
-	const struct pp *p;
-	uint32_t path;
-};
-
-struct funckey {
-	const struct pp *p;
-	struct function f;
-};
-
-struct lockey {
-	const struct pp *p;
-	const uint32_t *frames;
-	size_t n;
-};
-
-static bool same_str(const void *key, uint32_t i)
+static int loc_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		   const void *keydata)
 {
-	const struct strkey *k = key;
-	return strcmp(k->p->strs[i], k->s) == 0;
+	const struct loc_ent *x = sp_container_of(a, struct loc_ent, e);
+	const struct loc_ent *y = sp_container_of(b, struct loc_ent, e);
+	(void)keydata;
+	return x->n != y->n || memcmp(x->frames, y->frames, x->n * sizeof(*x->frames)) != 0;
+}
+
+static void free_str_ent(struct sp_hashmap_entry *e)
+{
+	free(sp_container_of(e, struct str_ent, e));
+}
+
+static void free_loc_ent(struct sp_hashmap_entry *e)
+{
+	free(sp_container_of(e, struct loc_ent, e));
+}
+
+/* Adds s to the string table (as index p->nstrs).  Returns 0, or -1 when memory ran out. */
+static int add_string(struct pp *p, const char *s, size_t n, uint32_t hash)
+{
+	struct str_ent *e = malloc(sizeof(*e));
+	char *copy = strndup(s, n);
+	if (!e || !copy || SP_ALLOC_GROW(p->strs, p->nstrs + 1, p->allocstrs) < 0)
+		goto nomem;
+	*e = (struct str_ent){ .s = copy, .idx = (uint32_t)p->nstrs };
+	e->e.hash = hash;
+	if (sp_hashmap_add(&p->str_map, &e->e) < 0)
+		goto nomem;
+	p->strs[p->nstrs++] = copy;
+	pb_bytes(&p->table, PROFILE_STRING_TABLE, copy, n);
+	return 0;
+nomem:
+	free(e);
+	free(copy);
+	p->oom = true;
+	return -1;
 }
 
 /* The string table index of s (NULL: ""), added when new. */
@@ -255,47 +202,40 @@ static uint32_t str_id(struct pp *p, const char *s)
 {
 	if (!s || !*s)
 		return 0;
-	/* Protobuf strings are UTF-8: invalid bytes become U+FFFD. */
-	p->clean.len = 0;
-	size_t n = strlen(s);
-	for (size_t i = 0; i < n;) {
-		size_t k = sp_utf8_len((const unsigned char *)s + i, n - i);
-		if (k) {
-			sp_buf_add(&p->clean, s + i, k);
-			i += k;
-		} else {
-			sp_buf_adds(&p->clean, "\xef\xbf\xbd");
-			i++;
-		}
-	}
-	if (p->clean.oom || ht_reserve(&p->sidx) < 0) {
+	/* Protobuf strings are UTF-8. */
+	fold_valid_utf8(&p->clean, s, strlen(s));
+	if (p->clean.oom) {
 		p->oom = true;
 		return 0;
 	}
-	const struct strkey key = { p, p->clean.p };
-	uint64_t h = fnv(p->clean.p, p->clean.len, FNV_SEED);
-	size_t slot = ht_slot(&p->sidx, h, same_str, &key);
-	if (p->sidx.v[slot])
-		return p->sidx.v[slot] - 1;
-	char **ns = grow(p, p->strs, &p->capstrs, p->nstrs, sizeof(*ns));
-	if (!ns)
+	struct str_ent key = { .s = p->clean.p };
+	key.e.hash = sp_hash_bytes(p->clean.p, p->clean.len);
+	struct sp_hashmap_entry *hit = sp_hashmap_get(&p->str_map, &key.e, NULL);
+	if (hit)
+		return sp_container_of(hit, struct str_ent, e)->idx;
+	if (add_string(p, p->clean.p, p->clean.len, key.e.hash) < 0)
 		return 0;
-	p->strs = ns;
-	char *copy = strdup(p->clean.p);
-	if (!copy) {
-		p->oom = true;
-		return 0;
-	}
-	p->strs[p->nstrs] = copy;
-	ht_set(&p->sidx, slot, h, (uint32_t)p->nstrs);
-	pb_bytes(&p->table, PROFILE_STRING_TABLE, copy, p->clean.len);
-	return (uint32_t)p->nstrs++;
+	return (uint32_t)(p->nstrs - 1);
 }
 
-static bool same_mapping(const void *key, uint32_t i)
+/*
+ * The index + 1 of the element of *arr (of elem bytes, *n used) found
+ * under key in ids; val is appended as a new element when there is none.
+ * 0 when memory ran out.
+ */
+static uint32_t intern_u64(struct pp *p, struct sp_u64map *ids, uint64_t key, void **arr,
+			   size_t elem, size_t *n, size_t *alloc, const void *val)
 {
-	const struct mapkey *k = key;
-	return k->p->maps[i].path == k->path;
+	uintptr_t hit = (uintptr_t)sp_u64map_get(ids, key);
+	if (hit)
+		return (uint32_t)hit;
+	if (sp_alloc_grow(arr, elem, *n + 1, alloc) < 0 ||
+	    sp_u64map_put(ids, key, (void *)(uintptr_t)(*n + 1)) < 0) {
+		p->oom = true;
+		return 0;
+	}
+	memcpy((char *)*arr + *n * elem, val, elem);
+	return (uint32_t)++*n;
 }
 
 /* The mapping index + 1 of a frame's module; 0 when it has none. */
@@ -303,78 +243,41 @@ static uint32_t mapping_of(struct pp *p, const struct sp_fold_frame *fr)
 {
 	if (!fr->module)
 		return 0;
-	uint32_t path = str_id(p, fr->module);
-	if (ht_reserve(&p->midx) < 0) {
-		p->oom = true;
-		return 0;
-	}
-	const struct mapkey key = { p, path };
-	size_t slot = ht_slot(&p->midx, path, same_mapping, &key);
-	if (p->midx.v[slot])
-		return p->midx.v[slot];
-	struct mapping *nm = grow(p, p->maps, &p->capmaps, p->nmaps, sizeof(*nm));
-	if (!nm)
-		return 0;
-	p->maps = nm;
-	p->maps[p->nmaps] = (struct mapping){ .path = path, .first = fr };
-	ht_set(&p->midx, slot, path, (uint32_t)p->nmaps);
-	return (uint32_t)++p->nmaps;
-}
-
-static bool same_function(const void *key, uint32_t i)
-{
-	const struct funckey *k = key;
-	return k->p->funcs[i].name == k->f.name && k->p->funcs[i].file == k->f.file;
+	struct mapping m = { .path = str_id(p, fr->module), .first = fr };
+	return intern_u64(p, &p->map_ids, m.path, (void **)&p->maps, sizeof(m), &p->nmaps,
+			  &p->allocmaps, &m);
 }
 
 /* The Function id of a display frame, added when new. */
 static uint32_t function_of(struct pp *p, const struct sp_fold_frame *fr)
 {
 	struct function f = { str_id(p, fr->function), str_id(p, fr->file) };
-	if (ht_reserve(&p->fidx) < 0) {
-		p->oom = true;
-		return 0;
-	}
-	const struct funckey key = { p, f };
-	uint64_t h = (uint64_t)f.name << 32 | f.file;
-	h *= 0x9e3779b97f4a7c15ull;
-	size_t slot = ht_slot(&p->fidx, h, same_function, &key);
-	if (p->fidx.v[slot])
-		return p->fidx.v[slot];
-	struct function *nf = grow(p, p->funcs, &p->capfuncs, p->nfuncs, sizeof(*nf));
-	if (!nf)
-		return 0;
-	p->funcs = nf;
-	p->funcs[p->nfuncs] = f;
-	ht_set(&p->fidx, slot, h, (uint32_t)p->nfuncs);
-	return (uint32_t)++p->nfuncs;
-}
-
-static bool same_run(const void *key, uint32_t i)
-{
-	const struct lockey *k = key;
-	const struct location *l = &k->p->locs[i];
-	return l->n == k->n && memcmp(l->frames, k->frames, k->n * sizeof(*k->frames)) == 0;
+	return intern_u64(p, &p->func_ids, (uint64_t)f.name << 32 | f.file, (void **)&p->funcs,
+			  sizeof(f), &p->nfuncs, &p->allocfuncs, &f);
 }
 
 /* The Location id of a run of display frames, added when new. */
 static uint32_t location_of(struct pp *p, const uint32_t *frames, size_t n)
 {
-	if (ht_reserve(&p->lidx) < 0) {
+	struct loc_ent key = { .frames = frames, .n = n };
+	key.e.hash = sp_hash_bytes(frames, n * sizeof(*frames));
+	struct sp_hashmap_entry *hit = sp_hashmap_get(&p->loc_map, &key.e, NULL);
+	if (hit)
+		return sp_container_of(hit, struct loc_ent, e)->idx + 1;
+	struct loc_ent *e = malloc(sizeof(*e));
+	if (!e || SP_ALLOC_GROW(p->locs, p->nlocs + 1, p->alloclocs) < 0) {
+		free(e);
 		p->oom = true;
 		return 0;
 	}
-	const struct lockey key = { p, frames, n };
-	uint64_t h = fnv(frames, n * sizeof(*frames), FNV_SEED);
-	size_t slot = ht_slot(&p->lidx, h, same_run, &key);
-	if (p->lidx.v[slot])
-		return p->lidx.v[slot];
-	struct location *nl = grow(p, p->locs, &p->caplocs, p->nlocs, sizeof(*nl));
-	if (!nl)
+	*e = key;
+	e->idx = (uint32_t)p->nlocs;
+	if (sp_hashmap_add(&p->loc_map, &e->e) < 0) {
+		free(e);
+		p->oom = true;
 		return 0;
-	p->locs = nl;
+	}
 	p->locs[p->nlocs] = (struct location){ frames, n, 0 };
-	ht_set(&p->lidx, slot, h, (uint32_t)p->nlocs);
 	return (uint32_t)++p->nlocs;
 }
 
@@ -424,16 +327,11 @@ static void encode(struct pp *p, struct sp_buf *out)
 	sp_buf_init(&tmp);
 	sp_buf_init(&sub);
 	uint64_t *ids = NULL;
-	size_t capids = 0;
+	size_t allocids = 0;
 
 	/* string_table[0] is "", for every field that is left unset. */
-	p->strs = grow(p, p->strs, &p->capstrs, 0, sizeof(*p->strs));
-	if (!p->strs || !(p->strs[0] = strdup(""))) {
-		p->oom = true;
+	if (add_string(p, "", 0, sp_hash_bytes("", 0)) < 0)
 		return;
-	}
-	p->nstrs = 1;
-	pb_bytes(&p->table, PROFILE_STRING_TABLE, "", 0);
 	uint32_t s_samples = str_id(p, "samples"), s_count = str_id(p, "count");
 	uint32_t s_cpu = str_id(p, "cpu"), s_ns = str_id(p, "nanoseconds");
 	uint32_t s_pid = str_id(p, "pid"), s_tid = str_id(p, "tid");
@@ -443,14 +341,9 @@ static void encode(struct pp *p, struct sp_buf *out)
 		const struct sp_fold_count *cnt = &v->counts[c];
 		const struct sp_fold_stack *st = &v->stacks[cnt->stack];
 		const struct sp_fold_thread *th = &v->threads[cnt->thread];
-		if (st->n > capids) {
-			uint64_t *ni = realloc(ids, st->n * sizeof(*ni));
-			if (!ni) {
-				p->oom = true;
-				break;
-			}
-			ids = ni;
-			capids = st->n;
+		if (SP_ALLOC_GROW(ids, st->n, allocids) < 0) {
+			p->oom = true;
+			break;
 		}
 		/* Runs of a physical frame and the inline frames after it, root first. */
 		size_t nids = 0;
@@ -571,19 +464,18 @@ static void encode(struct pp *p, struct sp_buf *out)
 }
 
 /*
- * Writes p[0..n) gzip-compressed.  Returns 0, or -1 with a message in err
- * when zlib fails; a failed write stops it and leaves ferror(out) set.
+ * Writes p[0..n) gzip-compressed.  Returns 0, or -1 with err set when
+ * zlib fails; a failed write stops it and leaves ferror(out) set.
  */
-static int write_gzip(const void *p, size_t n, FILE *out, char *err, size_t errlen)
+static int write_gzip(const void *p, size_t n, FILE *out, struct sp_error *err)
 {
 	z_stream zs;
 	memset(&zs, 0, sizeof(zs));
 	/* 16 + MAX_WBITS: a gzip wrapper, not zlib's own. */
 	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		snprintf(err, errlen, "cannot compress the profile: %s",
-			 zs.msg ? zs.msg : "deflateInit2 failed");
-		return -1;
+		return sp_error_set(err, SP_ERR_NOMEM, "cannot compress the profile: %s",
+				    zs.msg ? zs.msg : "deflateInit2 failed");
 	}
 	unsigned char chunk[65536];
 	const unsigned char *in = p;
@@ -602,8 +494,8 @@ static int write_gzip(const void *p, size_t n, FILE *out, char *err, size_t errl
 		zs.avail_out = sizeof(chunk);
 		zrc = deflate(&zs, left ? Z_NO_FLUSH : Z_FINISH);
 		if (zrc == Z_STREAM_ERROR) {
-			snprintf(err, errlen, "cannot compress the profile: %s",
-				 zs.msg ? zs.msg : "deflate failed");
+			sp_error_set(err, SP_ERR_LIMIT, "cannot compress the profile: %s",
+				     zs.msg ? zs.msg : "deflate failed");
 			deflateEnd(&zs);
 			return -1;
 		}
@@ -616,31 +508,32 @@ static int write_gzip(const void *p, size_t n, FILE *out, char *err, size_t errl
 	return 0;
 }
 
-int sp_fold_write_pprof(const struct sp_fold_view *v, FILE *out, char *err, size_t errlen)
+int sp_fold_write_pprof(const struct sp_fold_view *v, FILE *out, struct sp_error *err)
 {
 	struct pp p = { .v = v };
-	struct sp_buf body;
-	sp_buf_init(&body);
+	struct sp_buf body = SP_BUF_INIT;
 	sp_buf_init(&p.table);
 	sp_buf_init(&p.clean);
+	sp_hashmap_init(&p.str_map, str_cmp);
+	sp_hashmap_init(&p.loc_map, loc_cmp);
+	sp_u64map_init(&p.map_ids);
+	sp_u64map_init(&p.func_ids);
 	encode(&p, &body);
-	int rc = 0;
-	if (p.oom || body.oom) {
-		snprintf(err, errlen, "out of memory");
-		rc = -1;
-	} else {
-		rc = write_gzip(body.p, body.len, out, err, errlen);
-	}
+	int rc;
+	if (p.oom || body.oom)
+		rc = sp_error_set(err, SP_ERR_NOMEM, "out of memory");
+	else
+		rc = write_gzip(body.p, body.len, out, err);
 	for (size_t i = 0; i < p.nstrs; i++)
 		free(p.strs[i]);
 	free(p.strs);
 	free(p.maps);
 	free(p.funcs);
 	free(p.locs);
-	ht_release(&p.sidx);
-	ht_release(&p.midx);
-	ht_release(&p.fidx);
-	ht_release(&p.lidx);
+	sp_hashmap_release(&p.str_map, free_str_ent);
+	sp_hashmap_release(&p.loc_map, free_loc_ent);
+	sp_u64map_release(&p.map_ids);
+	sp_u64map_release(&p.func_ids);
 	sp_buf_release(&p.table);
 	sp_buf_release(&p.clean);
 	sp_buf_release(&body);

@@ -8,47 +8,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fold/fold.h"
-#include "stream/json.h"
+#include "fold/fold_internal.h"
+#include "util/jsonw.h"
 
+/* Bytes of JSON gathered before they are written out. */
+#define FLUSH_AT (64u << 10)
+
+/* Writes what b holds to out and empties it; -1 when memory ran out before. */
+static int flush(struct sp_buf *b, FILE *out)
+{
+	if (b->oom)
+		return -1;
+	/* A write error is the caller's to report, from ferror(out). */
+	if (b->len)
+		fwrite(b->p, 1, b->len, out);
+	sp_buf_reset(b);
+	return 0;
+}
 
 /*
- * A JSON string: quotes, backslashes and control characters escaped, and
- * each byte that is not part of valid UTF-8 replaced by U+FFFD.
+ * An unsigned number as a JSON value, without printf: the samples and
+ * weights arrays are most of the file, a number or more per sample.
  */
-static void json_string(FILE *out, const char *s)
+static void jw_uint(struct sp_jw *j, uint64_t v)
 {
-	const unsigned char *p = (const unsigned char *)s;
-	size_t n = strlen(s);
-	putc('"', out);
-	for (size_t i = 0; i < n;) {
-		unsigned char c = p[i];
-		if (c == '"' || c == '\\') {
-			putc('\\', out);
-			putc(c, out);
-			i++;
-		} else if (c < 0x20) {
-			switch (c) {
-			case '\n': fputs("\\n", out); break;
-			case '\t': fputs("\\t", out); break;
-			case '\r': fputs("\\r", out); break;
-			case '\b': fputs("\\b", out); break;
-			case '\f': fputs("\\f", out); break;
-			default: fprintf(out, "\\u%04x", c);
-			}
-			i++;
-		} else {
-			size_t k = sp_utf8_len(p + i, n - i);
-			if (k) {
-				fwrite(p + i, 1, k, out);
-				i += k;
-			} else {
-				fputs("\\ufffd", out);
-				i++;
-			}
-		}
-	}
-	putc('"', out);
+	char tmp[24], *p = tmp + sizeof(tmp);
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	sp_jw_raw(j, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+/* A string member; its bytes made valid UTF-8 as pprof's are, so both name a frame alike. */
+static void jw_kv_name(struct sp_jw *j, struct sp_buf *tmp, const char *key, const char *s)
+{
+	fold_valid_utf8(tmp, s, strlen(s));
+	if (tmp->oom)
+		j->b->oom = 1;
+	sp_jw_key(j, key);
+	sp_jw_strn(j, tmp->len ? tmp->p : "", tmp->len);
 }
 
 /* The weight of a sample in nanoseconds. */
@@ -57,8 +56,8 @@ static uint64_t weight_ns(const struct sp_fold_view *v, const struct sp_fold_sam
 	return v->weight_period ? s->weight : s->weight * v->sample_period_ns;
 }
 
-static void write_profile(const struct sp_fold_view *v, const struct sp_fold_thread *t,
-			  const uint32_t *index, FILE *out)
+static int write_profile(const struct sp_fold_view *v, const struct sp_fold_thread *t,
+			 const uint32_t *index, struct sp_jw *j, struct sp_buf *tmp, FILE *out)
 {
 	char name[512];
 	snprintf(name, sizeof(name), "%s %u/%u", t->comm, t->pid, t->tid);
@@ -74,31 +73,42 @@ static void write_profile(const struct sp_fold_view *v, const struct sp_fold_thr
 		total += weight_ns(v, &t->seq[i]);
 	}
 	uint64_t start = t->nseq && first > v->start_ns ? first - v->start_ns : 0;
-	fputs("{\"type\":\"sampled\",\"name\":", out);
-	json_string(out, name);
-	fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%llu,\"endValue\":%llu,\"samples\":[",
-		(unsigned long long)start, (unsigned long long)(start + total));
+	sp_jw_object_begin(j);
+	sp_jw_kv_str(j, "type", "sampled");
+	jw_kv_name(j, tmp, "name", name);
+	sp_jw_kv_str(j, "unit", "nanoseconds");
+	sp_jw_kv_u64(j, "startValue", start);
+	sp_jw_kv_u64(j, "endValue", start + total);
+	sp_jw_key(j, "samples");
+	sp_jw_array_begin(j);
 	for (size_t i = 0; i < t->nseq; i++) {
 		const struct sp_fold_stack *st = &v->stacks[t->seq[i].stack];
-		fputs(i ? ",[" : "[", out);
+		sp_jw_array_begin(j);
 		for (size_t k = 0; k < st->n; k++)
-			fprintf(out, k ? ",%u" : "%u", index[st->frames[k]]);
-		putc(']', out);
+			jw_uint(j, index[st->frames[k]]);
+		sp_jw_array_end(j);
+		if (j->b->len >= FLUSH_AT && flush(j->b, out) < 0)
+			return -1;
 	}
-	fputs("],\"weights\":[", out);
-	for (size_t i = 0; i < t->nseq; i++)
-		fprintf(out, i ? ",%llu" : "%llu", (unsigned long long)weight_ns(v, &t->seq[i]));
-	fputs("]}", out);
+	sp_jw_array_end(j);
+	sp_jw_key(j, "weights");
+	sp_jw_array_begin(j);
+	for (size_t i = 0; i < t->nseq; i++) {
+		jw_uint(j, weight_ns(v, &t->seq[i]));
+		if (j->b->len >= FLUSH_AT && flush(j->b, out) < 0)
+			return -1;
+	}
+	sp_jw_array_end(j);
+	sp_jw_object_end(j);
+	return flush(j->b, out);
 }
 
-int sp_fold_write_speedscope(const struct sp_fold_view *v, FILE *out, char *err, size_t errlen)
+/* The frames the samples use, numbered in view order; UINT32_MAX for the others. */
+static uint32_t *frame_index(const struct sp_fold_view *v)
 {
-	/* Only the frames the samples use are written: index maps view to file. */
 	uint32_t *index = malloc((v->nframes ? v->nframes : 1) * sizeof(*index));
-	if (!index) {
-		snprintf(err, errlen, "out of memory");
-		return -1;
-	}
+	if (!index)
+		return NULL;
 	for (size_t i = 0; i < v->nframes; i++)
 		index[i] = UINT32_MAX;
 	for (size_t t = 0; t < v->nthreads; t++)
@@ -111,6 +121,14 @@ int sp_fold_write_speedscope(const struct sp_fold_view *v, FILE *out, char *err,
 	for (size_t i = 0; i < v->nframes; i++)
 		if (index[i] != UINT32_MAX)
 			index[i] = used++;
+	return index;
+}
+
+int sp_fold_write_speedscope(const struct sp_fold_view *v, FILE *out, struct sp_error *err)
+{
+	uint32_t *index = frame_index(v);
+	if (!index)
+		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
 
 	/* The group is named after its process when there is one. */
 	const char *group = v->nthreads ? v->threads[0].comm : "stackpulse";
@@ -118,33 +136,50 @@ int sp_fold_write_speedscope(const struct sp_fold_view *v, FILE *out, char *err,
 		if (strcmp(v->threads[t].comm, group) != 0)
 			group = "stackpulse";
 
-	fputs("{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\","
-	      "\"exporter\":\"sp-fold@" SP_VERSION "\",\"name\":", out);
-	json_string(out, group);
-	fputs(",\"activeProfileIndex\":0,\"shared\":{\"frames\":[", out);
-	bool first = true;
-	for (size_t i = 0; i < v->nframes; i++) {
+	struct sp_buf b = SP_BUF_INIT, tmp = SP_BUF_INIT;
+	struct sp_jw j;
+	sp_jw_init(&j, &b);
+	sp_jw_object_begin(&j);
+	sp_jw_kv_str(&j, "$schema", "https://www.speedscope.app/file-format-schema.json");
+	sp_jw_kv_str(&j, "exporter", "sp-fold@" SP_VERSION);
+	jw_kv_name(&j, &tmp, "name", group);
+	sp_jw_kv_u64(&j, "activeProfileIndex", 0);
+	sp_jw_key(&j, "shared");
+	sp_jw_object_begin(&j);
+	sp_jw_key(&j, "frames");
+	sp_jw_array_begin(&j);
+	int rc = 0;
+	for (size_t i = 0; i < v->nframes && rc == 0; i++) {
 		const struct sp_fold_frame *fr = &v->frames[i];
 		if (index[i] == UINT32_MAX)
 			continue;
-		fputs(first ? "\n{\"name\":" : ",\n{\"name\":", out);
-		first = false;
-		json_string(out, fr->name);
-		if (fr->file) {
-			fputs(",\"file\":", out);
-			json_string(out, fr->file);
-		}
+		/* A frame a line, for people reading the file. */
+		sp_buf_addc(&b, '\n');
+		sp_jw_object_begin(&j);
+		jw_kv_name(&j, &tmp, "name", fr->name);
+		if (fr->file)
+			jw_kv_name(&j, &tmp, "file", fr->file);
 		if (fr->line)
-			fprintf(out, ",\"line\":%u", fr->line);
-		putc('}', out);
+			sp_jw_kv_u64(&j, "line", fr->line);
+		sp_jw_object_end(&j);
+		if (b.len >= FLUSH_AT)
+			rc = flush(&b, out);
 	}
-	fputs("]},\"profiles\":[", out);
-	for (size_t t = 0; t < v->nthreads; t++) {
-		fputs(t ? ",\n" : "\n", out);
-		write_profile(v, &v->threads[t], index, out);
+	sp_jw_array_end(&j);
+	sp_jw_object_end(&j);
+	sp_jw_key(&j, "profiles");
+	sp_jw_array_begin(&j);
+	for (size_t t = 0; t < v->nthreads && rc == 0; t++) {
+		sp_buf_addc(&b, '\n');
+		rc = write_profile(v, &v->threads[t], index, &j, &tmp, out);
 	}
-	fputs("]}\n", out);
+	sp_jw_array_end(&j);
+	sp_jw_object_end(&j);
+	sp_buf_addc(&b, '\n');
+	if (rc == 0)
+		rc = flush(&b, out);
+	sp_buf_release(&b);
+	sp_buf_release(&tmp);
 	free(index);
-	/* A write error is the caller's to report, from ferror(out). */
-	return 0;
+	return rc < 0 ? sp_error_set(err, SP_ERR_NOMEM, "out of memory") : 0;
 }

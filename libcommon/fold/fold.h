@@ -1,9 +1,10 @@
 /*
  * Folding: the aggregation behind sp-fold.  Records of a symbolized (or
- * unwound) stream go in; distinct display frames, distinct stacks of them
- * and per-thread counts come out, for the folded text writer here and
- * the pprof and speedscope exporters (export_pprof.c,
- * export_speedscope.c).  Core layer: no printing to stderr, no exits.
+ * unwound) stream go in (fold.c); distinct display frames, distinct
+ * stacks of them and per-thread counts come out (aggregate.c), for the
+ * folded text writer (folded.c) and the pprof and speedscope exporters
+ * (export_pprof.c, export_speedscope.c).  The library never prints or
+ * exits: errors are kept on the handle (util/error.h).
  */
 #ifndef SP_FOLD_H
 #define SP_FOLD_H
@@ -14,6 +15,7 @@
 #include <stdio.h>
 
 #include "stream/stream.h"
+#include "util/error.h"
 
 enum sp_fold_format { SP_FOLD_FOLDED, SP_FOLD_PPROF, SP_FOLD_SPEEDSCOPE };
 enum sp_fold_root { SP_ROOT_COMM, SP_ROOT_PID, SP_ROOT_TID };
@@ -97,23 +99,37 @@ struct sp_fold_view {
 
 struct sp_fold;
 
+/*
+ * A folding handle for the options o (copied; the arrays it points to
+ * must outlive the handle).  NULL when memory ran out.
+ */
 struct sp_fold *sp_fold_new(const struct sp_fold_options *o);
 void sp_fold_free(struct sp_fold *f);
 
-/* Takes one record.  Returns 0, or -1 with sp_fold_error() set. */
+/*
+ * Takes one record (it need not outlive the call).  Returns 0, or -1 with
+ * sp_fold_error() set: SP_ERR_BAD_INPUT for a record that refers to what
+ * its segment did not define, SP_ERR_NOMEM.
+ */
 int sp_fold_record(struct sp_fold *f, const struct sp_record *rec);
 
-/* Writes the result in the chosen format (and the per-thread files). */
+/*
+ * Writes the result in the chosen format to out (and the per-thread
+ * files).  Returns 0, or -1 with sp_fold_error() set; a failed write to
+ * out is the caller's to find with ferror(out).
+ */
 int sp_fold_write(struct sp_fold *f, FILE *out);
 
+/* The message of the last error; the string lives as long as f. */
 const char *sp_fold_error(const struct sp_fold *f);
 
 /*
- * The exporters.  Each returns 0, or -1 with a message in err.
- * pprof: a gzip-compressed profile.proto; speedscope: the sampled JSON
- * format, one profile per thread, weights in nanoseconds.
+ * The exporters.  Each returns 0, or -1 with err set; a failed write to
+ * out is the caller's to find with ferror(out).  pprof: a gzip-compressed
+ * profile.proto; speedscope: the sampled JSON format, one profile per
+ * thread, weights in nanoseconds.
  */
-int sp_fold_write_pprof(const struct sp_fold_view *v, FILE *out, char *err, size_t errlen);
-int sp_fold_write_speedscope(const struct sp_fold_view *v, FILE *out, char *err, size_t errlen);
+int sp_fold_write_pprof(const struct sp_fold_view *v, FILE *out, struct sp_error *err);
+int sp_fold_write_speedscope(const struct sp_fold_view *v, FILE *out, struct sp_error *err);
 
 #endif
