@@ -1,11 +1,13 @@
 #!/usr/bin/env bats
 # sp-flame: the frames of the SVG, its options, differential graphs,
-# malformed input, well-formed XML, a large input, and the picture's
-# script run in headless Chromium.
+# malformed input, well-formed XML, a large input, the self-test kept out
+# of the picture, and the picture's script run in headless Chromium.
 
 load helper
 
 setup() {
+	# A failing command on the left of a pipe fails the test.
+	set -o pipefail
 	T=$BATS_TEST_TMPDIR
 	# A small profile with what real folded files hold: a CRLF line, blank
 	# lines, a stack given twice, a name with spaces and XML characters.
@@ -51,7 +53,8 @@ EOF
 	grep -qF '<title>std::map&lt;int, std::string&gt;::find &amp; co (5 samples, 4.76%)</title>' "$T/p.svg"
 	grep -qF '<text id="title" x="600" y="24">Flame Graph</text>' "$T/p.svg"
 	# Self-contained: no reference to anything outside the file.
-	! grep -Eq '(href|src)=|@import|url\((https?:|//)' "$T/p.svg"
+	run grep -E '(href|src)=|@import|url\((https?:|//)' "$T/p.svg"
+	[ "$status" -eq 1 ]
 	# The pipe path writes the same picture to standard output.
 	sp-flame < "$T/p.folded" > "$T/pipe.svg"
 	cmp "$T/p.svg" "$T/pipe.svg"
@@ -107,11 +110,14 @@ EOF
 	grep -q '>2 frames narrower than 0.1 px not drawn</text>' "$T/m.svg"
 	sp-flame --minwidth 0 "$T/m.folded" > "$T/m0.svg"
 	[ "$(svgframes "$T/m0.svg" | cut -d'|' -f1 | tr '\n' ' ')" = "all main big tiny deeper " ]
-	! grep -q 'not drawn' "$T/m0.svg"
+	run grep 'not drawn' "$T/m0.svg"
+	[ "$status" -eq 1 ]
 	# A percentage of the width: 10% of 1180 px is 118 px.
 	sp-flame -m 10% "$T/p.folded" > "$T/m10.svg"
-	[ "$(svgframes "$T/m10.svg" | wc -l)" -eq 7 ]
-	! svgframes "$T/m10.svg" | grep -q '^std::map'
+	svgframes "$T/m10.svg" > "$T/m10.frames"
+	[ "$(lines "$T/m10.frames")" -eq 7 ]
+	run grep '^std::map' "$T/m10.frames"
+	[ "$status" -eq 1 ]
 	grep -q '>1 frame narrower than 118 px not drawn</text>' "$T/m10.svg"
 	sp-flame -m 200 "$T/p.folded" > "$T/m200.svg"
 	[ "$(svgframes "$T/m200.svg" | cut -d'|' -f1 | tr '\n' ' ')" = "all main compute inner parse lex tree " ]
@@ -127,7 +133,8 @@ EOF
 	# rgb(r,g,b) of each kind: kernel orange, JIT green, inline aqua, user red.
 	grep '_\[k\] ' "$T/fills" | sed 's/.*rgb(\(.*\))/\1/' > "$T/kernel"
 	grep '_\[j\] ' "$T/fills" | sed 's/.*rgb(\(.*\))/\1/' > "$T/jit"
-	[ "$(wc -l < "$T/kernel")" -eq 3 ] && [ "$(wc -l < "$T/jit")" -eq 3 ]
+	[ "$(lines "$T/kernel")" -eq 3 ]
+	[ "$(lines "$T/jit")" -eq 3 ]
 	awk -F, '!($1 >= 190 && $2 >= 90 && $2 <= 155 && $3 == 0) { exit 1 }' "$T/kernel"
 	awk -F, '!($1 <= 110 && $2 >= 200 && $3 <= 110) { exit 1 }' "$T/jit"
 	grep -q '^inlined_\[i\] rgb(\([0-9]*\),\([0-9]*\),\2)$' "$T/fills"
@@ -162,7 +169,10 @@ EOF
 	# Shares, not raw counts: twice the samples after, in the same proportions.
 	awk '{ $NF = $NF * 2; print }' "$T/before.folded" > "$T/before2.folded"
 	sp-flame --diff "$T/before2.folded" "$T/before.folded" > "$T/same.svg"
-	! svgframes "$T/same.svg" | grep -v 'unchanged|'
+	svgframes "$T/same.svg" > "$T/same.frames"
+	[ "$(lines "$T/same.frames")" -eq 9 ]
+	run grep -v 'unchanged|' "$T/same.frames"
+	[ "$status" -eq 1 ]
 }
 
 @test "two-count lines (difffolded.pl) draw the same differential graph as --diff" {
@@ -280,7 +290,9 @@ EOF
 	[ "$status" -eq 0 ]
 	well_formed "$T/big.svg"
 	total=$(awk '{ n += $NF } END { print n }' "$T/big.folded")
-	svgframes "$T/big.svg" | grep -q "^all|$total samples, 100.00%|0|"
+	# Into a file: grep -q would stop reading early and break the pipe.
+	svgframes "$T/big.svg" > "$T/big.frames"
+	grep -q "^all|$total samples, 100.00%|0|" "$T/big.frames"
 	grep -q '>[0-9]* frames narrower than 0.1 px not drawn</text>' "$T/big.svg"
 	# Light: far fewer frames drawn than the input's.
 	[ "$(grep -c '<g class="f"' "$T/big.svg")" -lt 20000 ]
@@ -298,11 +310,35 @@ chromium_dom() {
 	headless --dump-dom "$1" > "$2"
 }
 
+# untouched DOM: the 8 frames of p.folded are all shown as drawn, and no
+# self-test has left its result.
+untouched() {
+	[ "$(grep -c '<g class="f"' "$1")" -eq 8 ] || return 1
+	run grep -E 'data-selftest="|class="f (hide|parent)"' "$1"
+	[ "$status" -eq 1 ]
+}
+
+@test "the self-test is in the picture only with --self-test" {
+	sp-flame -o "$T/p.svg" "$T/p.folded"
+	grep -q "window.addEventListener('load', init);" "$T/p.svg"
+	run grep -c 'selftest' "$T/p.svg"
+	[ "$status" -eq 1 ]
+	[ "$output" = 0 ]
+	# --self-test adds flame-selftest.js at the end of the script, and
+	# changes nothing else.
+	sp-flame --self-test -o "$T/st.svg" "$T/p.folded"
+	awk -v js="$TOP/libcommon/fold/flame-selftest.js" '
+		/^\]\]><\/script>$/ { print ""; while ((getline l < js) > 0) print l }
+		{ print }' "$T/p.svg" | cmp - "$T/st.svg"
+	grep -q '^function selftest(h) {$' "$T/st.svg"
+}
+
 @test "in headless Chromium a click zooms and a search highlights, through the SVG's own script" {
 	command -v chromium || { echo "chromium is not installed: make test-deps installs it" >&2; false; }
-	sp-flame -o "$T/p.svg" "$T/p.folded"
-	# #selftest makes the script click, search and reset as a user would, and
-	# write what it saw to the root's data-selftest attribute.
+	sp-flame --self-test -o "$T/p.svg" "$T/p.folded"
+	# #selftest makes the self-test click, search and reset as a user would,
+	# through the picture's own script, and write what it saw to the root's
+	# data-selftest attribute.
 	chromium_dom "file://$T/p.svg#selftest&zoom=parse&search=%5E(lex%7Ctree)%24" "$T/dom"
 	grep -o 'data-selftest="[^"]*"' "$T/dom" > "$T/result"
 	[ "$(cat "$T/result")" = 'data-selftest="hover=ok zoom=ok zoomed=parse width=1180.00 shown=3 dimmed=2 hidden=3 search=ok matches=2 matched=47.62% unzoom=ok"' ]
@@ -311,13 +347,16 @@ chromium_dom() {
 	grep -q '<g class="f parent" data-x="0" data-w="105" data-d="1"><title>main ' "$T/dom"
 	grep -q '<g class="f"[^>]*><title>lex (30 samples, 28.57%)</title><rect x="10.00" y="50" width="708.00" height="15" fill="rgb(230,0,230)"/>' "$T/dom"
 	# A differential icicle graph: zoom into a path that vanished.
-	sp-flame --inverted --diff -o "$T/diff.svg" "$T/before.folded" "$T/after.folded"
+	sp-flame --self-test --inverted --diff -o "$T/diff.svg" "$T/before.folded" "$T/after.folded"
 	chromium_dom "file://$T/diff.svg#selftest&zoom=old_path&search=_path" "$T/ddom"
 	grep -q 'data-selftest="hover=ok zoom=ok zoomed=old_path width=1180.00 shown=2 dimmed=2 hidden=6 search=ok matches=2 matched=5.00% unzoom=ok"' "$T/ddom"
 	# Without #selftest the script changes nothing.
 	chromium_dom "file://$T/p.svg" "$T/plain"
-	! grep -q 'data-selftest' "$T/plain"
-	! grep -q 'class="f hide"' "$T/plain"
+	untouched "$T/plain"
+	# Nor does #selftest in a picture drawn without --self-test.
+	sp-flame -o "$T/default.svg" "$T/p.folded"
+	chromium_dom "file://$T/default.svg#selftest&zoom=parse" "$T/default"
+	untouched "$T/default"
 	# A screenshot of the zoomed and searched graph, kept with the test's files.
 	height=$(grep -o '^<svg version="1.1" width="1200" height="[0-9]*"' "$T/p.svg" | grep -o '[0-9]*"$' | tr -d '"')
 	(cd "$T" && headless --window-size="1200,$height" --screenshot="$T/flame.png" \
