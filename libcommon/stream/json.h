@@ -1,6 +1,8 @@
 /*
  * The JSON rendering of stream records (format/sp-stream.md, "JSON
- * rendering") and its exact inverse.  Core layer: no printing.
+ * rendering", in json.c) and its exact inverse (json_parse.c).  The
+ * string escaping and UTF-8 validation they share with the other JSON
+ * writers are util/utf8.h's.
  */
 #ifndef SP_JSON_H
 #define SP_JSON_H
