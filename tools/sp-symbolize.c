@@ -22,6 +22,8 @@
 /* Options of the tool itself; the symbolizer's follow from SYM_OPT. */
 enum { MAX_RECORD = 256, SYM_OPT };
 
+#define HELP_COLUMN 28
+
 static void usage(void)
 {
 	printf("Usage: %s [options] [FILE]\n"
@@ -32,14 +34,14 @@ static void usage(void)
 	for (int i = 0; i < SP_SYM_OPT_COUNT; i++) {
 		const struct sp_sym_option *o = &sp_sym_options[i];
 		int w = printf("      --%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-		/* The help starts in column 28, on a line of its own after a long option. */
-		if (w >= 28) {
+		/* The help starts in HELP_COLUMN, on a line of its own after a long option. */
+		if (w >= HELP_COLUMN) {
 			putchar('\n');
 			w = 0;
 		}
 		for (const char *p = o->help, *nl; p; p = nl ? nl + 1 : NULL, w = 0) {
 			nl = strchr(p, '\n');
-			printf("%*s%.*s\n", 28 - w, "", nl ? (int)(nl - p) : (int)strlen(p), p);
+			printf("%*s%.*s\n", HELP_COLUMN - w, "", nl ? (int)(nl - p) : (int)strlen(p), p);
 		}
 	}
 	printf("      --max-record BYTES    largest input record accepted (default %u)\n"

@@ -40,6 +40,9 @@ struct modsym {
 	struct sp_elfsym *es;	/* NULL: missing or mismatched */
 };
 
+/* Module ids index a table; a stream has a few hundred modules. */
+#define MAX_MODULE_ID 1000000
+
 enum module_kind { MOD_OTHER, MOD_ELF, MOD_JIT, MOD_VDSO };
 
 /* A module record of the current segment. */
@@ -316,8 +319,8 @@ int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *
 		bidlen = 0;
 		content = sp_map_bin(rec->map, "content_id", &bid, &bidlen);
 	}
-	if (id > 1000000)
-		return 0;
+	if (id > MAX_MODULE_ID)
+		return 0;	/* no table that large for a corrupt id: its frames stay unnamed */
 	if (id >= sym->nmodules) {
 		if (SP_ALLOC_GROW(sym->modules, id + 1, sym->alloc_modules) < 0)
 			return sp_error_errno(&sym->err, "module %llu", (unsigned long long)id);
@@ -468,7 +471,7 @@ void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_frame_ref 
 	out->ninl = 0;
 	out->has_module = f->module != SP_NO_MODULE;
 	out->module = f->module;
-	out->flags = (uint32_t)(f->flags & SP_FRAME_RETADDR) |
+	out->flags = (back ? SP_SYM_RETADDR : 0) |
 		     (kind == SP_FRAME_KERNEL ? SP_SYM_KERNEL : kind == SP_FRAME_JIT ? SP_SYM_JIT : 0);
 
 	if (f->flags & SP_FRAME_MARKER) {

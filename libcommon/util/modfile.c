@@ -38,6 +38,8 @@ void sp_modfile_search_release(struct sp_modfile_search *s)
 	sp_modfile_search_init(s);
 }
 
+#define VDSO_MAX (1u << 20)
+
 const void *sp_vdso_image(size_t *size)
 {
 	unsigned long base = getauxval(AT_SYSINFO_EHDR);
@@ -52,7 +54,7 @@ const void *sp_vdso_image(size_t *size)
 		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > n)
 			n = ph[i].p_offset + ph[i].p_filesz;
 	/* A vDSO is a few pages; anything larger is not one. */
-	if (n == 0 || n > (1u << 20))
+	if (n == 0 || n > VDSO_MAX)
 		return NULL;
 	*size = n;
 	return eh;
