@@ -17,6 +17,8 @@
 #include "stream/stream.h"
 #include "stream/ustack.h"
 #include "tool.h"
+#include "util/alloc.h"
+#include "util/hashmap.h"
 #include "unwind/addrspace.h"
 #include "unwind/arch.h"
 #include "unwind/unwind.h"
@@ -60,6 +62,32 @@ struct oframe {
 	uint64_t flags;
 };
 
+/* An interned stack: n frames at off in the arena, and its id. */
+struct ostack {
+	struct sp_hashmap_entry ent;
+	size_t off, n, id;
+};
+
+/* The frames of a stack looked up, and the arena the stored ones lie in. */
+struct stackkey {
+	const struct oframe *f, *arena;
+	size_t n;
+};
+
+static int stack_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		     const void *keydata)
+{
+	const struct ostack *s = sp_container_of(a, const struct ostack, ent);
+	const struct stackkey *k = keydata;
+	(void)b;
+	return s->n != k->n || memcmp(k->arena + s->off, k->f, k->n * sizeof(*k->f)) != 0;
+}
+
+static void free_stack(struct sp_hashmap_entry *e)
+{
+	free(sp_container_of(e, struct ostack, ent));
+}
+
 struct state {
 	struct sp_writer *w;
 	struct sp_addrspaces *as;
@@ -71,13 +99,11 @@ struct state {
 
 	struct sp_ustack_cache copies;	/* the last full stack copy of each thread */
 
-	/* Interned stacks: frames in one arena, a hash of (offset, count). */
+	/* Interned stacks: frames in one arena, a map of struct ostack. */
 	struct oframe *arena;
-	size_t narena, caparena;
-	struct { uint64_t hash; size_t off, n; } *stacks;
+	size_t narena, allocarena;
+	struct sp_hashmap stacks;
 	size_t nstacks;
-	uint64_t *slots;	/* stack index + 1; 0: empty */
-	size_t capslots;
 
 	struct sp_uframe *uframes;
 	struct oframe *frames;
@@ -92,8 +118,8 @@ static void reset_segment(struct state *st)
 	sp_addrspaces_reset(st->as, sp_unwinder_free_object);
 	sp_ustack_cache_release(&st->copies);
 	st->narena = st->nstacks = 0;
-	if (st->slots)
-		memset(st->slots, 0, st->capslots * sizeof(*st->slots));
+	sp_hashmap_release(&st->stacks, free_stack);
+	sp_hashmap_init(&st->stacks, stack_cmp);
 	st->kernel.out_id = UINT64_MAX;
 	st->next_module = 0;
 	st->samples = st->user_samples = st->frames_out = st->bad_copies = 0;
@@ -137,49 +163,27 @@ static uint64_t hash_frames(const struct oframe *f, size_t n)
 		h = (h ^ f[i].addr) * 1099511628211ull;
 		h = (h ^ (f[i].module + (f[i].flags << 40))) * 1099511628211ull;
 	}
-	return h ^ (h >> 29);
+	h ^= h >> 29;
+	return h ^ (h >> 32);
 }
 
 /* Returns the id of a stack, writing its record when it is new. */
 static uint64_t intern(struct state *st, const struct oframe *f, size_t n)
 {
-	uint64_t h = hash_frames(f, n);
-	if (st->capslots) {
-		for (size_t i = h & (st->capslots - 1); st->slots[i]; i = (i + 1) & (st->capslots - 1)) {
-			size_t k = st->slots[i] - 1;
-			if (st->stacks[k].hash == h && st->stacks[k].n == n &&
-			    memcmp(st->arena + st->stacks[k].off, f, n * sizeof(*f)) == 0)
-				return k;
-		}
-	}
-	if ((st->nstacks + 1) * 2 > st->capslots) {
-		size_t ncap = st->capslots ? st->capslots * 2 : 1024;
-		uint64_t *ns = sp_xcalloc(ncap, sizeof(*ns));
-		for (size_t k = 0; k < st->nstacks; k++) {
-			size_t i = st->stacks[k].hash & (ncap - 1);
-			while (ns[i])
-				i = (i + 1) & (ncap - 1);
-			ns[i] = k + 1;
-		}
-		free(st->slots);
-		st->slots = ns;
-		st->capslots = ncap;
-		st->stacks = sp_xrealloc(st->stacks, ncap / 2 * sizeof(*st->stacks));
-	}
-	if (st->narena + n > st->caparena) {
-		st->caparena = (st->narena + n) * 2 + 1024;
-		st->arena = sp_xrealloc(st->arena, st->caparena * sizeof(*st->arena));
-	}
+	struct stackkey key = { f, st->arena, n };
+	struct sp_hashmap_entry probe = { NULL, (uint32_t)hash_frames(f, n) };
+	struct sp_hashmap_entry *e = sp_hashmap_get(&st->stacks, &probe, &key);
+	if (e)
+		return sp_container_of(e, struct ostack, ent)->id;
+	if (SP_ALLOC_GROW(st->arena, st->narena + n, st->allocarena) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
 	memcpy(st->arena + st->narena, f, n * sizeof(*f));
-	size_t k = st->nstacks++;
-	st->stacks[k].hash = h;
-	st->stacks[k].off = st->narena;
-	st->stacks[k].n = n;
+	struct ostack *s = sp_xmalloc(sizeof(*s));
+	*s = (struct ostack){ probe, st->narena, n, st->nstacks++ };
+	if (sp_hashmap_add(&st->stacks, &s->ent) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
 	st->narena += n;
-	size_t i = h & (st->capslots - 1);
-	while (st->slots[i])
-		i = (i + 1) & (st->capslots - 1);
-	st->slots[i] = k + 1;
+	uint64_t k = s->id;
 
 	struct sp_mapw m;
 	sp_mapw_begin(&m, st->w);
@@ -422,6 +426,7 @@ int main(int argc, char **argv)
 					    .fp_fallback = fp };
 	sp_unwind_regmap_native(&st.regs, &sp_arch_x86_64);
 	sp_ustack_cache_init(&st.copies);
+	sp_hashmap_init(&st.stacks, stack_cmp);
 	st.u = sp_unwinder_new(&st.uo);
 	st.kernel.path = "[kernel.kallsyms]";
 	st.kernel.out_id = UINT64_MAX;
@@ -506,8 +511,7 @@ done:
 	sp_unwinder_free(st.u);
 	sp_ustack_cache_release(&st.copies);
 	free(st.arena);
-	free(st.stacks);
-	free(st.slots);
+	sp_hashmap_release(&st.stacks, free_stack);
 	free(st.uframes);
 	free(st.frames);
 	free(dirs);
