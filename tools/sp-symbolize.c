@@ -160,7 +160,8 @@ static void write_counters(struct sp_symbolizer *sym, struct sp_writer *w)
 	sp_mapw_end(&m);
 }
 
-int main(int argc, char **argv)
+/* The tool's own long options, then the symbolizer's. */
+static const struct option *long_options(void)
 {
 	static struct option longopts[SP_SYM_OPT_COUNT + 5] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -171,6 +172,20 @@ int main(int argc, char **argv)
 	for (int i = 0; i < SP_SYM_OPT_COUNT; i++)
 		longopts[4 + i] = (struct option){ sp_sym_options[i].name,
 			sp_sym_options[i].arg ? required_argument : no_argument, NULL, SYM_OPT + i };
+	return longopts;
+}
+
+/* A bad option argument is a usage error; anything else is fatal. */
+static _Noreturn void search_failed(const struct sp_sym_search *s)
+{
+	if (s->err.code == SP_ERR_BAD_INPUT)
+		sp_usage_error("%s", sp_error_message(&s->err));
+	sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&s->err));
+}
+
+int main(int argc, char **argv)
+{
+	const struct option *longopts = long_options();
 	struct sp_sym_search search;
 	const char *output = NULL, *input;
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
@@ -180,11 +195,9 @@ int main(int argc, char **argv)
 	sp_sym_search_init(&search);
 	while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
 		if (c >= SYM_OPT && c < SYM_OPT + SP_SYM_OPT_COUNT) {
-			if (sp_sym_search_set(&search, (enum sp_sym_opt)(c - SYM_OPT), optarg) == 0)
-				continue;
-			if (search.err.code == SP_ERR_BAD_INPUT)
-				sp_usage_error("%s", sp_error_message(&search.err));
-			sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&search.err));
+			if (sp_sym_search_set(&search, (enum sp_sym_opt)(c - SYM_OPT), optarg) < 0)
+				search_failed(&search);
+			continue;
 		}
 		switch (c) {
 		case 'o': output = optarg; break;
@@ -197,11 +210,8 @@ int main(int argc, char **argv)
 	if (argc - optind > 1)
 		sp_usage_error("give at most one input file");
 	input = optind < argc ? argv[optind] : NULL;
-	if (sp_sym_search_finish(&search) < 0) {
-		if (search.err.code == SP_ERR_BAD_INPUT)
-			sp_usage_error("%s", sp_error_message(&search.err));
-		sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&search.err));
-	}
+	if (sp_sym_search_finish(&search) < 0)
+		search_failed(&search);
 
 	struct sp_error err = { 0 };
 	struct sp_symbolizer *sym = sp_symbolizer_new(&search, warn_cb, NULL, &err);

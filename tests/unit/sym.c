@@ -1,15 +1,20 @@
 /*
  * Unit tests of the sym layer: address-sorted symbol tables (bisection,
  * the nearest-symbol extent rule, overlaps), kallsyms and perf-map
- * parsing, and the symbolizer's settings from options.
+ * parsing, the symbolizer's settings from options, and the symbolizer
+ * itself on records made here: interning, made-up names, markers, the
+ * hidden flag, and which perf maps it trusts.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "stream/vocab.h"
 #include "sym/search.h"
+#include "sym/symbolizer.h"
 #include "sym/symtab.h"
 #include "unit.h"
 #include "util/modfile.h"
@@ -280,4 +285,185 @@ SP_TEST(modfile_search_options)
 	SP_CHECK_STR(m.dirs[19], "/odd");
 	sp_modfile_search_release(&m);
 	SP_CHECK(m.ndirs == 0 && m.dirs == NULL);
+}
+
+/* ---- the symbolizer, fed records made here ---- */
+
+struct fake_record {
+	msgpack_sbuffer sb;
+	msgpack_unpacked u;
+	struct sp_record rec;
+};
+
+/* A record from "key", value pairs: values are strings or, after "#", numbers. */
+static void fake(struct fake_record *f, enum sp_rtype type, const char *const *kv, size_t n)
+{
+	msgpack_packer pk;
+	msgpack_sbuffer_init(&f->sb);
+	msgpack_packer_init(&pk, &f->sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, n / 2);
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		msgpack_pack_str_with_body(&pk, kv[i], strlen(kv[i]));
+		if (kv[i + 1][0] == '#')
+			msgpack_pack_uint64(&pk, strtoull(kv[i + 1] + 1, NULL, 0));
+		else
+			msgpack_pack_str_with_body(&pk, kv[i + 1], strlen(kv[i + 1]));
+	}
+	msgpack_unpacked_init(&f->u);
+	SP_CHECK(msgpack_unpack_next(&f->u, f->sb.data, f->sb.size, NULL) == MSGPACK_UNPACK_SUCCESS);
+	memset(&f->rec, 0, sizeof(f->rec));
+	f->rec.type = type;
+	f->rec.map = &f->u.data;
+}
+
+static void fake_release(struct fake_record *f)
+{
+	msgpack_unpacked_destroy(&f->u);
+	msgpack_sbuffer_destroy(&f->sb);
+}
+
+static struct sp_symbolizer *symbolizer(struct sp_sym_search *s, const char *perf_map_dir)
+{
+	struct sp_error err = { 0 };
+	sp_sym_search_init(s);
+	SP_CHECK(sp_sym_search_set(s, SP_SYM_OPT_KALLSYMS, "none") == 0);
+	SP_CHECK(sp_sym_search_set(s, SP_SYM_OPT_NO_CACHE, NULL) == 0);
+	SP_CHECK(sp_sym_search_set(s, SP_SYM_OPT_NO_DEBUGINFOD, NULL) == 0);
+	if (perf_map_dir)
+		SP_CHECK(sp_sym_search_set(s, SP_SYM_OPT_PERF_MAP_DIR, perf_map_dir) == 0);
+	SP_CHECK(sp_sym_search_finish(s) == 0);
+	struct sp_symbolizer *sym = sp_symbolizer_new(s, NULL, NULL, &err);
+	SP_CHECK(sym != NULL);
+	struct fake_record hdr;
+	static const char *const h[] = { "t", "header" };
+	fake(&hdr, SP_R_HEADER, h, 2);
+	sp_symbolizer_begin_segment(sym, hdr.rec.map);
+	fake_release(&hdr);
+	return sym;
+}
+
+static void add_module(struct sp_symbolizer *sym, const char *id, const char *path,
+		       const char *kind, const char *pid)
+{
+	struct fake_record m;
+	const char *const kv[] = { "t", "module", "id", id, "path", path, "kind", kind, "pid", pid };
+	fake(&m, SP_R_MODULE, kv, 10);
+	SP_CHECK(sp_symbolizer_add_module(sym, &m.rec) == 0);
+	fake_release(&m);
+}
+
+SP_TEST(symbolizer_interns_and_names_what_it_cannot_look_up)
+{
+	struct sp_sym_search s;
+	struct sp_symbolizer *sym = symbolizer(&s, NULL);
+	struct sp_symframe out;
+	uint64_t id, id2;
+	add_module(sym, "#0", "/nonexistent/dir/libgone.so", "elf", "#1");
+	struct sp_frame_ref f = { 0x7f0000001234, 0, 0x1234, SP_FRAME_USER | SP_FRAME_RETADDR };
+	SP_CHECK(sp_symbolizer_intern(sym, &f, &id) == 1 && id == 0);
+	SP_CHECK(sp_symbolizer_intern(sym, &f, &id2) == 0 && id2 == 0);
+	sp_symbolizer_resolve(sym, &f, &out);
+	SP_CHECK_STR(out.name, "libgone.so+0x1234");
+	SP_CHECK(out.origin == SP_ORIGIN_ADDRESS_ONLY && !out.has_offset);
+	SP_CHECK(out.has_module && out.module == 0);
+	SP_CHECK(out.flags == SP_SYM_RETADDR);
+	/* Another address, a frame without a module, a kernel frame: new ids. */
+	struct sp_frame_ref g = { 0x5000, SP_NO_MODULE, 0x5000, SP_FRAME_USER };
+	SP_CHECK(sp_symbolizer_intern(sym, &g, &id) == 1 && id == 1);
+	sp_symbolizer_resolve(sym, &g, &out);
+	SP_CHECK_STR(out.name, "0x5000");
+	SP_CHECK(!out.has_module);
+	struct sp_frame_ref k = { 0xffffffff81000010, SP_NO_MODULE, 0, SP_FRAME_KERNEL };
+	SP_CHECK(sp_symbolizer_intern(sym, &k, &id) == 1 && id == 2);
+	sp_symbolizer_resolve(sym, &k, &out);
+	SP_CHECK_STR(out.name, "[kernel]+0xffffffff81000010");
+	SP_CHECK(out.flags == SP_SYM_KERNEL);
+	/* Markers differ by their reason, not their address. */
+	struct sp_frame_ref m1 = { 0x1, 0, SP_END_TRUNCATED, SP_FRAME_MARKER };
+	struct sp_frame_ref m2 = { 0x2, 0, SP_END_TRUNCATED, SP_FRAME_MARKER };
+	struct sp_frame_ref m3 = { 0x1, 0, SP_END_NO_CFI, SP_FRAME_MARKER };
+	SP_CHECK(sp_symbolizer_intern(sym, &m1, &id) == 1);
+	SP_CHECK(sp_symbolizer_intern(sym, &m2, &id2) == 0 && id2 == id);
+	SP_CHECK(sp_symbolizer_intern(sym, &m3, &id2) == 1 && id2 == id + 1);
+	sp_symbolizer_resolve(sym, &m3, &out);
+	SP_CHECK_STR(out.name, "[no_cfi]");
+	SP_CHECK(out.flags == SP_SYM_MARKER && !out.has_module);
+	struct sp_frame_ref m4 = { 0x1, 0, 999, SP_FRAME_MARKER };
+	sp_symbolizer_resolve(sym, &m4, &out);
+	SP_CHECK_STR(out.name, "[marker 999]");
+	struct sp_sym_stats st;
+	sp_symbolizer_stats(sym, &st);
+	SP_CHECK(st.frames == 5 && st.modules_missing == 1);
+	SP_CHECK(st.by_origin[SP_ORIGIN_ADDRESS_ONLY] == 5);
+	SP_CHECK_STR(st.kallsyms, "none");
+	/* A new segment starts the ids again. */
+	struct fake_record hdr;
+	static const char *const h[] = { "t", "header" };
+	fake(&hdr, SP_R_HEADER, h, 2);
+	sp_symbolizer_begin_segment(sym, hdr.rec.map);
+	fake_release(&hdr);
+	SP_CHECK(sp_symbolizer_intern(sym, &g, &id) == 1 && id == 0);
+	sp_symbolizer_free(sym);
+	sp_sym_search_release(&s);
+}
+
+SP_TEST(symbolizer_trusts_only_safe_perf_maps)
+{
+	char dir[] = "/tmp/sp-unit-maps-XXXXXX", path[128], link[128];
+	SP_CHECK(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/perf-4242.map", dir);
+	FILE *f = fopen(path, "w");
+	SP_CHECK(f != NULL);
+	if (!f)
+		return;
+	fputs("1000 100 jitted_fn\n3000 10 _start\n", f);
+	fclose(f);
+	struct sp_sym_search s;
+	struct sp_symbolizer *sym = symbolizer(&s, dir);
+	struct sp_symframe out;
+	uint64_t id;
+	add_module(sym, "#3", "//anon", "jit", "#4242");
+	struct sp_frame_ref fr = { 0x1010, 3, 0x10, SP_FRAME_JIT | SP_FRAME_RETADDR };
+	SP_CHECK(sp_symbolizer_intern(sym, &fr, &id) == 1);
+	sp_symbolizer_resolve(sym, &fr, &out);
+	SP_CHECK_STR(out.name, "jitted_fn");
+	SP_CHECK(out.origin == SP_ORIGIN_PERF_MAP && out.offset == 0x10 && out.has_offset);
+	SP_CHECK(out.flags == (SP_SYM_JIT | SP_SYM_RETADDR));
+	/* Start-up scaffolding is hidden, wherever its name comes from. */
+	struct sp_frame_ref st = { 0x3001, 3, 0x1, SP_FRAME_JIT };
+	sp_symbolizer_resolve(sym, &st, &out);
+	SP_CHECK_STR(out.name, "_start");
+	SP_CHECK(out.flags == (SP_SYM_JIT | SP_SYM_HIDDEN));
+	/* A map writable by every user is refused: the name stays an address. */
+	add_module(sym, "#4", "//anon", "jit", "#4343");
+	snprintf(path, sizeof(path), "%s/perf-4343.map", dir);
+	f = fopen(path, "w");
+	SP_CHECK(f != NULL);
+	if (f) {
+		fputs("1000 100 planted\n", f);
+		fclose(f);
+	}
+	chmod(path, 0666);
+	struct sp_frame_ref pl = { 0x1010, 4, 0x10, SP_FRAME_JIT };
+	sp_symbolizer_resolve(sym, &pl, &out);
+	SP_CHECK(out.origin == SP_ORIGIN_ADDRESS_ONLY);
+	SP_CHECK_STR(out.name, "anon+0x10");
+	/* So is a symlink, even to a good map. */
+	add_module(sym, "#5", "//anon", "jit", "#4444");
+	snprintf(link, sizeof(link), "%s/perf-4444.map", dir);
+	snprintf(path, sizeof(path), "%s/perf-4242.map", dir);
+	SP_CHECK(symlink(path, link) == 0);
+	struct sp_frame_ref sl = { 0x1010, 5, 0x10, SP_FRAME_JIT };
+	sp_symbolizer_resolve(sym, &sl, &out);
+	SP_CHECK(out.origin == SP_ORIGIN_ADDRESS_ONLY);
+	struct sp_sym_stats stats;
+	sp_symbolizer_stats(sym, &stats);
+	SP_CHECK(stats.perf_maps.loaded == 1 && stats.perf_maps.refused == 1);
+	sp_symbolizer_free(sym);
+	sp_sym_search_release(&s);
+	unlink(link);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/perf-4343.map", dir);
+	unlink(path);
+	rmdir(dir);
 }
