@@ -155,3 +155,14 @@ setup_file() {
 	run sp-fold --show-hidden "$S"
 	[ "$output" = "x;_start 2" ]
 }
+
+@test "concatenated recordings fold together: every count doubles" {
+	sp-fold -o "$S.one" "$SHARED"
+	cat "$SHARED" "$SHARED" > "$S.two.sps"
+	sp-fold -o "$S.two" "$S.two.sps"
+	# Each line of one recording, its count doubled, is a line of the two.
+	awk '{ n = $NF; sub(/ [0-9]+$/, ""); print $0 " " 2 * n }' "$S.one" > "$S.want"
+	[ -s "$S.want" ]
+	run diff "$S.want" "$S.two"
+	[ "$status" -eq 0 ]
+}

@@ -14,6 +14,8 @@
 #include "stream/json.h"
 #include "stream/stream.h"
 #include "tool.h"
+#include "util/alloc.h"
+#include "util/hashmap.h"
 
 /* The longest JSON line --from-json accepts. */
 #define MAX_JSON_LINE (16u << 20)
@@ -75,14 +77,13 @@ struct ps_frame {
 };
 
 struct ps_state {
-	struct ps_frame *frames;
-	size_t nframes;
-	uint64_t **stacks;	/* [0] = count, then frame ids */
-	size_t nstacks;
-	char **modules;
-	size_t nmodules;
-	struct { uint32_t pid; char comm[32]; } *procs;
-	size_t nprocs;
+	struct ps_frame *frames;	/* by id */
+	size_t nframes, allocframes;
+	uint64_t **stacks;	/* by id: [0] = count, then frame ids */
+	size_t nstacks, allocstacks;
+	char **modules;		/* paths by id */
+	size_t nmodules, allocmodules;
+	struct sp_u64map procs;	/* pid -> process name (malloc'd) */
 };
 
 static void ps_reset(struct ps_state *s)
@@ -97,23 +98,31 @@ static void ps_reset(struct ps_state *s)
 		free(s->stacks[i]);
 	for (size_t i = 0; i < s->nmodules; i++)
 		free(s->modules[i]);
+	size_t i = 0;
+	void *comm;
+	while (sp_u64map_next(&s->procs, &i, NULL, &comm))
+		free(comm);
+	sp_u64map_release(&s->procs);
 	free(s->frames);
 	free(s->stacks);
 	free(s->modules);
-	free(s->procs);
 	memset(s, 0, sizeof(*s));
 }
 
-/* Grows a pointer array so that index id exists; false when id is absurd. */
-static bool ps_slot(void **v, size_t *n, size_t elem, uint64_t id)
+/*
+ * Makes index id of an array indexed by id exist, new elements zeroed;
+ * false when id is absurd.
+ */
+static bool ps_slot(void **v, size_t elem, uint64_t id, size_t *n, size_t *alloc)
 {
 	if (id >= 10000000)
 		return false;
-	if (id >= *n) {
-		*v = sp_xrealloc(*v, (id + 1) * elem);
-		memset((char *)*v + *n * elem, 0, (id + 1 - *n) * elem);
-		*n = id + 1;
-	}
+	if (id < *n)
+		return true;
+	if (sp_alloc_grow(v, elem, id + 1, alloc) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	memset((char *)*v + *n * elem, 0, (id + 1 - *n) * elem);
+	*n = id + 1;
 	return true;
 }
 
@@ -134,7 +143,8 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 		ps_reset(s);
 		break;
 	case SP_R_MODULE:
-		if (ps_slot((void **)&s->modules, &s->nmodules, sizeof(*s->modules), id)) {
+		if (ps_slot((void **)&s->modules, sizeof(*s->modules), id, &s->nmodules,
+			    &s->allocmodules)) {
 			free(s->modules[id]);
 			s->modules[id] = ps_str(m, "path");
 		}
@@ -148,21 +158,22 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 			break;
 		if (!sp_map_str(m, "comm", &c, &n))
 			break;
-		size_t i = 0;
-		while (i < s->nprocs && s->procs[i].pid != pid)
-			i++;
-		if (i == s->nprocs) {
-			s->procs = sp_xrealloc(s->procs, (s->nprocs + 1) * sizeof(*s->procs));
-			s->procs[s->nprocs++].pid = (uint32_t)pid;
-		}
-		snprintf(s->procs[i].comm, sizeof(s->procs[i].comm), "%.*s", (int)(n < 31 ? n : 31), c);
+		/* perf script shows at most 31 bytes of a name. */
+		char *comm = strndup(c, n < 31 ? n : 31), *old = sp_u64map_get(&s->procs, pid);
+		if (!comm || sp_u64map_put(&s->procs, pid, comm) < 0)
+			sp_die(SP_EXIT_FATAL, "out of memory");
+		free(old);
 		break;
 	}
 	case SP_R_FRAME: {
-		if (!ps_slot((void **)&s->frames, &s->nframes, sizeof(*s->frames), id))
+		if (!ps_slot((void **)&s->frames, sizeof(*s->frames), id, &s->nframes, &s->allocframes))
 			break;
 		struct ps_frame *f = &s->frames[id];
 		free(f->name);
+		for (uint32_t k = 0; k < f->ninl; k++)
+			free(f->inl[k]);
+		free(f->inl);
+		f->inl = NULL;
 		f->name = ps_str(m, "name");
 		f->addr = f->offset = 0;
 		sp_map_u64(m, "addr", &f->addr);
@@ -184,7 +195,7 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 	}
 	case SP_R_SYMSTACK: {
 		const msgpack_object_array *fr = sp_map_array(m, "frames");
-		if (!ps_slot((void **)&s->stacks, &s->nstacks, sizeof(*s->stacks), id))
+		if (!ps_slot((void **)&s->stacks, sizeof(*s->stacks), id, &s->nstacks, &s->allocstacks))
 			break;
 		free(s->stacks[id]);
 		uint64_t *st = sp_xmalloc((fr->size + 1) * sizeof(*st));
@@ -202,11 +213,8 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 		sp_map_u64(m, "time", &time);
 		sp_map_u64(m, "period", &period);
 		sp_map_u64(m, "stack", &stack);
-		const char *comm = "?";
-		for (size_t i = 0; i < s->nprocs; i++)
-			if (s->procs[i].pid == pid)
-				comm = s->procs[i].comm;
-		fprintf(out, "%s %llu/%llu %llu.%06llu: %llu cpu-clock:\n", comm,
+		const char *comm = sp_u64map_get(&s->procs, pid);
+		fprintf(out, "%s %llu/%llu %llu.%06llu: %llu cpu-clock:\n", comm ? comm : "?",
 			(unsigned long long)pid, (unsigned long long)tid,
 			(unsigned long long)(time / 1000000000u),
 			(unsigned long long)(time % 1000000000u / 1000u), (unsigned long long)period);

@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "fold/fold.h"
-#include "stream/json.h"
 #include "stream/stream.h"
-#include "tool.h"
 #include "stream/vocab.h"
+#include "tool.h"
+#include "util/alloc.h"
 
 static void usage(void)
 {
@@ -48,15 +48,22 @@ static void usage(void)
 	       sp_progname);
 }
 
+/* Makes room for one more element of an option's list. */
+#define LIST_GROW(v, n, alloc) \
+	do { \
+		if (SP_ALLOC_GROW(v, (n) + 1, alloc) < 0) \
+			sp_die(SP_EXIT_FATAL, "out of memory"); \
+	} while (0)
+
 /* Splits "a,b,c" into numbers or strings. */
-static void split_u64(const char *arg, const char *opt, uint64_t **v, size_t *n)
+static void split_u64(const char *arg, const char *opt, uint64_t **v, size_t *n, size_t *alloc)
 {
 	char *copy = sp_xstrdup(arg), *save = NULL;
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		uint64_t x;
 		if (sp_parse_u64(t, UINT32_MAX, &x) < 0)
 			sp_usage_error("invalid %s '%s'", opt, arg);
-		*v = sp_xrealloc(*v, (*n + 1) * sizeof(**v));
+		LIST_GROW(*v, *n, *alloc);
 		(*v)[(*n)++] = x;
 	}
 	free(copy);
@@ -64,14 +71,23 @@ static void split_u64(const char *arg, const char *opt, uint64_t **v, size_t *n)
 		sp_usage_error("invalid %s '%s'", opt, arg);
 }
 
-static void split_str(const char *arg, char ***v, size_t *n)
+static void split_str(const char *arg, char ***v, size_t *n, size_t *alloc)
 {
 	char *copy = sp_xstrdup(arg), *save = NULL;
 	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		*v = sp_xrealloc(*v, (*n + 1) * sizeof(**v));
+		LIST_GROW(*v, *n, *alloc);
 		(*v)[(*n)++] = sp_xstrdup(t);
 	}
 	free(copy);
+}
+
+/* The index of arg in names (NULL-terminated); a usage error when it is none of them. */
+static int choice(const char *arg, const char *opt, const char *const *names, const char *hint)
+{
+	for (int i = 0; names[i]; i++)
+		if (strcmp(arg, names[i]) == 0)
+			return i;
+	sp_usage_error("invalid %s '%s': %s", opt, arg, hint);
 }
 
 static double parse_seconds(const char *arg, const char *opt)
@@ -110,7 +126,11 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	/* In the order of enum sp_fold_format. */
+	static const char *const formats[] = { "folded", "pprof", "speedscope", NULL };
+	static const char *const weights[] = { "samples", "period", NULL };
 	struct sp_fold_options o = { .format = SP_FOLD_FOLDED, .to = INFINITY };
+	size_t alloc_pids = 0, alloc_tids = 0, alloc_comms = 0;
 	const char *output = NULL;
 	int c;
 
@@ -119,14 +139,8 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'o': output = optarg; break;
 		case FORMAT:
-			if (strcmp(optarg, "folded") == 0)
-				o.format = SP_FOLD_FOLDED;
-			else if (strcmp(optarg, "pprof") == 0)
-				o.format = SP_FOLD_PPROF;
-			else if (strcmp(optarg, "speedscope") == 0)
-				o.format = SP_FOLD_SPEEDSCOPE;
-			else
-				sp_usage_error("invalid --format '%s': folded, pprof or speedscope", optarg);
+			o.format = (enum sp_fold_format)choice(optarg, "--format", formats,
+							       "folded, pprof or speedscope");
 			break;
 		case PID: o.root = SP_ROOT_PID; break;
 		case TID: o.root = SP_ROOT_TID; break;
@@ -137,16 +151,11 @@ int main(int argc, char **argv)
 		case ALL: o.kernel = o.jit = true; break;
 		case SHOW_HIDDEN: o.show_hidden = true; break;
 		case WEIGHT:
-			if (strcmp(optarg, "samples") == 0)
-				o.period = false;
-			else if (strcmp(optarg, "period") == 0)
-				o.period = true;
-			else
-				sp_usage_error("invalid --weight '%s': samples or period", optarg);
+			o.period = choice(optarg, "--weight", weights, "samples or period") == 1;
 			break;
-		case ONLY_PID: split_u64(optarg, "--only-pid", &o.pids, &o.npids); break;
-		case ONLY_TID: split_u64(optarg, "--only-tid", &o.tids, &o.ntids); break;
-		case ONLY_COMM: split_str(optarg, &o.comms, &o.ncomms); break;
+		case ONLY_PID: split_u64(optarg, "--only-pid", &o.pids, &o.npids, &alloc_pids); break;
+		case ONLY_TID: split_u64(optarg, "--only-tid", &o.tids, &o.ntids, &alloc_tids); break;
+		case ONLY_COMM: split_str(optarg, &o.comms, &o.ncomms, &alloc_comms); break;
 		case FROM: o.from = parse_seconds(optarg, "--from"); break;
 		case TO: o.to = parse_seconds(optarg, "--to"); break;
 		case PER_THREAD: o.per_thread_dir = optarg; break;

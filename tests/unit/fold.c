@@ -237,3 +237,32 @@ SP_TEST(fold_out_of_memory_at_every_growth)
 	}
 	records_free(&r);
 }
+
+SP_TEST(fold_a_renamed_process_is_another_root)
+{
+	/* Names change between samples of one thread: each sample takes the name of its time. */
+	static struct records r;
+	add(&r, "{\"t\":\"header\",\"format\":\"stackpulse\",\"stage\":\"symbolized\"}");
+	add(&r, "{\"t\":\"frame\",\"id\":0,\"name\":\"main\",\"flags\":0}");
+	add(&r, "{\"t\":\"symstack\",\"id\":0,\"frames\":[0]}");
+	add(&r, "{\"t\":\"sample\",\"pid\":10,\"tid\":10,\"time\":1,\"stack\":0}");
+	add(&r, "{\"t\":\"process\",\"pid\":10,\"comm\":\"before\"}");
+	add(&r, "{\"t\":\"sample\",\"pid\":10,\"tid\":10,\"time\":2,\"stack\":0}");
+	add(&r, "{\"t\":\"sample\",\"pid\":10,\"tid\":10,\"time\":3,\"stack\":0}");
+	add(&r, "{\"t\":\"comm\",\"pid\":10,\"tid\":10,\"comm\":\"after\"}");
+	add(&r, "{\"t\":\"sample\",\"pid\":10,\"tid\":10,\"time\":4,\"stack\":0}");
+	/* A thread's own new name changes nothing in the folded lines. */
+	add(&r, "{\"t\":\"comm\",\"pid\":10,\"tid\":12,\"comm\":\"helper\"}");
+	add(&r, "{\"t\":\"sample\",\"pid\":10,\"tid\":12,\"time\":5,\"stack\":0}");
+	struct sp_fold_options o = { .to = 1e9 };
+	char *text = fold_text(&r, &o);
+	SP_CHECK_STR(text, "after;main 2\nbefore;main 2\npid-10;main 1\n");
+	free(text);
+	const char *only[] = { "before" };
+	o.comms = (char **)only;
+	o.ncomms = 1;
+	text = fold_text(&r, &o);
+	SP_CHECK_STR(text, "before;main 2\n");
+	free(text);
+	records_free(&r);
+}
