@@ -18,10 +18,11 @@
 #include <unistd.h>
 
 #include "stream/header.h"
-#include "util/procfs.h"
 #include "capture/recorder.h"
 #include "stream/stream.h"
 #include "tool.h"
+#include "util/alloc.h"
+#include "util/procfs.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -84,7 +85,7 @@ struct cli {
 	const char *archive;
 	const char *kallsyms_out;
 	pid_t *pids;
-	size_t npids;
+	size_t npids, allocpids;
 	char **command;
 	bool quiet;
 	int inherit;	/* -1: the default for the mode */
@@ -97,7 +98,8 @@ static void parse_pids(struct cli *c, const char *arg)
 		uint64_t v;
 		if (sp_parse_u64(tok, 4194304, &v) < 0 || v == 0)
 			sp_usage_error("invalid pid '%s'", tok);
-		c->pids = sp_xrealloc(c->pids, (c->npids + 1) * sizeof(*c->pids));
+		if (SP_ALLOC_GROW(c->pids, c->npids + 1, c->allocpids) < 0)
+			sp_die(SP_EXIT_FATAL, "out of memory");
 		c->pids[c->npids++] = (pid_t)v;
 	}
 	free(copy);

@@ -18,11 +18,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "stream/json.h"
 #include "stream/stream.h"
 #include "tool.h"
 #include "stream/vocab.h"
+#include "util/alloc.h"
+#include "util/hashmap.h"
+#include "util/jsonw.h"
 #include "util/procfs.h"
+#include "util/strbuf.h"
 
 #define EXIT_CHECK 4	/* sp-stat --check: a threshold was exceeded */
 
@@ -51,6 +54,13 @@ struct named_count {
 	uint32_t pid, tid;
 	char comm[64];
 	uint64_t samples;
+};
+
+/* Counts by (pid, tid), indexed for lookup by the key pid << 32 | tid. */
+struct counts {
+	struct named_count *v;
+	size_t n, alloc;
+	struct sp_u64map index;	/* key -> position in v, plus 1 */
 };
 
 struct modcount {
@@ -82,27 +92,29 @@ struct stats {
 	bool have_symbolize;
 	uint64_t frames, origins[6], address_only, modules_missing, modules_mismatched;
 	struct modcount *mods;
-	size_t nmods;
+	size_t nmods, allocmods;
 	char **modpaths;	/* module id -> path, current segment */
-	size_t nmodpaths;
-	struct named_count *procs, *threads;
-	size_t nprocs, nthreads;
+	size_t nmodpaths, allocmodpaths;
+	struct counts procs, threads;
 };
 
 static const char *const origin_names[6] = { "symtab", "dynsym", "debuginfo", "perf-map",
 					      "kallsyms", "address-only" };
 
-static struct named_count *count_get(struct named_count **v, size_t *n, uint32_t pid, uint32_t tid)
+static struct named_count *count_get(struct counts *c, uint32_t pid, uint32_t tid)
 {
-	for (size_t i = 0; i < *n; i++)
-		if ((*v)[i].pid == pid && (*v)[i].tid == tid)
-			return &(*v)[i];
-	*v = sp_xrealloc(*v, (*n + 1) * sizeof(**v));
-	struct named_count *c = &(*v)[(*n)++];
-	memset(c, 0, sizeof(*c));
-	c->pid = pid;
-	c->tid = tid;
-	return c;
+	uint64_t key = (uint64_t)pid << 32 | tid;
+	uintptr_t at = (uintptr_t)sp_u64map_get(&c->index, key);
+	if (at)
+		return &c->v[at - 1];
+	if (SP_ALLOC_GROW(c->v, c->n + 1, c->alloc) < 0 ||
+	    sp_u64map_put(&c->index, key, (void *)(uintptr_t)(c->n + 1)) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	struct named_count *nc = &c->v[c->n++];
+	memset(nc, 0, sizeof(*nc));
+	nc->pid = pid;
+	nc->tid = tid;
+	return nc;
 }
 
 static void set_name(struct named_count *c, const char *s, size_t n)
@@ -231,7 +243,8 @@ static void take_frame(struct stats *st, const msgpack_object *m)
 			if (strcmp(st->mods[i].path, st->modpaths[mid]) == 0)
 				c = &st->mods[i];
 		if (!c) {
-			st->mods = sp_xrealloc(st->mods, (st->nmods + 1) * sizeof(*st->mods));
+			if (SP_ALLOC_GROW(st->mods, st->nmods + 1, st->allocmods) < 0)
+				sp_die(SP_EXIT_FATAL, "out of memory");
 			c = &st->mods[st->nmods++];
 			c->path = sp_xstrdup(st->modpaths[mid]);
 			c->address_only = c->frames = 0;
@@ -260,7 +273,8 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 	case SP_R_MODULE:
 		if (sp_map_u64(m, "id", &v) && v < 100000 && sp_map_str(m, "path", &s, &n)) {
 			if (v >= st->nmodpaths) {
-				st->modpaths = sp_xrealloc(st->modpaths, (v + 1) * sizeof(*st->modpaths));
+				if (SP_ALLOC_GROW(st->modpaths, v + 1, st->allocmodpaths) < 0)
+					sp_die(SP_EXIT_FATAL, "out of memory");
 				memset(st->modpaths + st->nmodpaths, 0,
 				       (v + 1 - st->nmodpaths) * sizeof(*st->modpaths));
 				st->nmodpaths = v + 1;
@@ -275,18 +289,18 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 			tid = pid;
 		if (sp_map_str(m, "comm", &s, &n)) {
 			if (pid == tid || rec->type == SP_R_PROCESS)
-				set_name(count_get(&st->procs, &st->nprocs, (uint32_t)pid, 0), s, n);
-			set_name(count_get(&st->threads, &st->nthreads, (uint32_t)pid, (uint32_t)tid), s, n);
+				set_name(count_get(&st->procs, (uint32_t)pid, 0), s, n);
+			set_name(count_get(&st->threads, (uint32_t)pid, (uint32_t)tid), s, n);
 		}
 		break;
 	case SP_R_FORK:
 		sp_map_u64(m, "pid", &pid);
 		sp_map_u64(m, "tid", &tid);
 		if (sp_map_u64(m, "ppid", &v) && v != pid) {
-			struct named_count *p = count_get(&st->procs, &st->nprocs, (uint32_t)v, 0);
+			struct named_count *p = count_get(&st->procs, (uint32_t)v, 0);
 			char name[64];
 			snprintf(name, sizeof(name), "%s", p->comm);
-			set_name(count_get(&st->procs, &st->nprocs, (uint32_t)pid, 0), name, strlen(name));
+			set_name(count_get(&st->procs, (uint32_t)pid, 0), name, strlen(name));
 		}
 		break;
 	case SP_R_SAMPLE:
@@ -301,8 +315,8 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 			if (v > st->last_time)
 				st->last_time = v;
 		}
-		count_get(&st->procs, &st->nprocs, (uint32_t)pid, 0)->samples++;
-		count_get(&st->threads, &st->nthreads, (uint32_t)pid, (uint32_t)tid)->samples++;
+		count_get(&st->procs, (uint32_t)pid, 0)->samples++;
+		count_get(&st->threads, (uint32_t)pid, (uint32_t)tid)->samples++;
 		break;
 	default:
 		break;
@@ -415,76 +429,53 @@ static size_t diagnose(const struct stats *st, struct advice *a)
 	return n;
 }
 
-/* JSON output helpers over an sp_buf. */
-static void js(struct sp_buf *b, const char *s)
-{
-	msgpack_object o = { .type = MSGPACK_OBJECT_STR };
-	o.via.str.ptr = s;
-	o.via.str.size = (uint32_t)strlen(s);
-	sp_json_render(&o, b);
-}
-
-static void jkey(struct sp_buf *b, bool *first, const char *k)
-{
-	if (!*first)
-		sp_buf_addc(b, ',');
-	*first = false;
-	js(b, k);
-	sp_buf_addc(b, ':');
-}
-
-static void ju(struct sp_buf *b, bool *first, const char *k, uint64_t v)
-{
-	char t[32];
-	jkey(b, first, k);
-	snprintf(t, sizeof(t), "%" PRIu64, v);
-	sp_buf_adds(b, t);
-}
-
-static void jd(struct sp_buf *b, bool *first, const char *k, double v)
+/* A number with three decimals, as the report has always shown them. */
+static void jw_fixed3(struct sp_jw *j, const char *key, double v)
 {
 	char t[48];
-	jkey(b, first, k);
 	snprintf(t, sizeof(t), "%.3f", v);
-	sp_buf_adds(b, t);
+	sp_jw_key(j, key);
+	sp_jw_raw(j, t, strlen(t));
 }
 
-static void ji(struct sp_buf *b, bool *first, const char *k, long v)
+static void counts_json(struct sp_jw *j, const char *key, const struct counts *c,
+			size_t top, bool threads)
 {
-	char t[32];
-	jkey(b, first, k);
-	snprintf(t, sizeof(t), "%ld", v);
-	sp_buf_adds(b, t);
-}
-
-static void jstr(struct sp_buf *b, bool *first, const char *k, const char *v)
-{
-	jkey(b, first, k);
-	js(b, v);
-}
-
-static void jbool(struct sp_buf *b, bool *first, const char *k, bool v)
-{
-	jkey(b, first, k);
-	sp_buf_adds(b, v ? "true" : "false");
-}
-
-static void counts_json(struct sp_buf *b, bool *first, const char *key,
-			const struct named_count *v, size_t n, size_t top, bool threads)
-{
-	jkey(b, first, key);
-	sp_buf_addc(b, '[');
-	for (size_t i = 0; i < n && i < top; i++) {
-		bool f = true;
-		sp_buf_adds(b, i ? ",{" : "{");
-		ju(b, &f, "pid", v[i].pid);
+	sp_jw_key(j, key);
+	sp_jw_array_begin(j);
+	for (size_t i = 0; i < c->n && i < top; i++) {
+		sp_jw_object_begin(j);
+		sp_jw_kv_u64(j, "pid", c->v[i].pid);
 		if (threads)
-			ju(b, &f, "tid", v[i].tid);
-		jstr(b, &f, "comm", v[i].comm);
-		ju(b, &f, "samples", v[i].samples);
-		sp_buf_addc(b, '}');
+			sp_jw_kv_u64(j, "tid", c->v[i].tid);
+		sp_jw_kv_str(j, "comm", c->v[i].comm);
+		sp_jw_kv_u64(j, "samples", c->v[i].samples);
+		sp_jw_object_end(j);
 	}
-	sp_buf_addc(b, ']');
+	sp_jw_array_end(j);
+}
+
+/* The diagnosis: a list of problems and the change that fixes each. */
+static void advice_json(struct sp_jw *j, const struct advice *a, size_t na)
+{
+	sp_jw_key(j, "diagnosis");
+	sp_jw_array_begin(j);
+	for (size_t i = 0; i < na; i++) {
+		sp_jw_object_begin(j);
+		sp_jw_kv_str(j, "problem", a[i].what);
+		sp_jw_kv_str(j, "advice", a[i].fix);
+		sp_jw_object_end(j);
+	}
+	sp_jw_array_end(j);
+}
+
+static void json_out(struct sp_buf *b, FILE *out)
+{
+	sp_buf_addc(b, '\n');
+	if (b->oom)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	fwrite(b->p, 1, b->len, out);
+	sp_buf_release(b);
 }
 
 static double effective_rate(const struct stats *st)
@@ -496,123 +487,109 @@ static double effective_rate(const struct stats *st)
 
 static void report_json(const struct stats *st, const struct advice *a, size_t na, size_t top, FILE *out)
 {
-	struct sp_buf b;
-	sp_buf_init(&b);
-	bool f = true, g;
-	sp_buf_addc(&b, '{');
-	jstr(&b, &f, "stage", st->stage);
-	ju(&b, &f, "segments", st->segments);
-	jbool(&b, &f, "complete", st->have_summary);
-	jkey(&b, &f, "recording");
-	sp_buf_addc(&b, '{');
-	g = true;
-	jstr(&b, &g, "hostname", st->hostname);
-	jstr(&b, &g, "kernel", st->kernel);
-	jstr(&b, &g, "arch", st->arch);
-	ju(&b, &g, "duration_ns", st->duration_ns ? st->duration_ns : st->last_time - st->first_time);
-	ju(&b, &g, "requested_rate", st->frequency);
-	jd(&b, &g, "effective_rate", effective_rate(st));
-	ju(&b, &g, "stack_size", st->stack_size);
-	jbool(&b, &g, "kernel_requested", st->opt_kernel);
-	jbool(&b, &g, "kernel_enabled", st->kernel_enabled);
-	ju(&b, &g, "poll_ms", st->poll_ms);
-	ju(&b, &g, "mmap_pages", st->mmap_pages);
+	struct sp_buf b = SP_BUF_INIT;
+	struct sp_jw j;
+	sp_jw_init(&j, &b);
+	sp_jw_object_begin(&j);
+	sp_jw_kv_str(&j, "stage", st->stage);
+	sp_jw_kv_u64(&j, "segments", st->segments);
+	sp_jw_kv_bool(&j, "complete", st->have_summary);
+	sp_jw_key(&j, "recording");
+	sp_jw_object_begin(&j);
+	sp_jw_kv_str(&j, "hostname", st->hostname);
+	sp_jw_kv_str(&j, "kernel", st->kernel);
+	sp_jw_kv_str(&j, "arch", st->arch);
+	sp_jw_kv_u64(&j, "duration_ns", st->duration_ns ? st->duration_ns : st->last_time - st->first_time);
+	sp_jw_kv_u64(&j, "requested_rate", st->frequency);
+	jw_fixed3(&j, "effective_rate", effective_rate(st));
+	sp_jw_kv_u64(&j, "stack_size", st->stack_size);
+	sp_jw_kv_bool(&j, "kernel_requested", st->opt_kernel);
+	sp_jw_kv_bool(&j, "kernel_enabled", st->kernel_enabled);
+	sp_jw_kv_u64(&j, "poll_ms", st->poll_ms);
+	sp_jw_kv_u64(&j, "mmap_pages", st->mmap_pages);
 	if (st->has_start_ts)
-		ju(&b, &g, "start_timestamp_us", st->start_ts);
+		sp_jw_kv_u64(&j, "start_timestamp_us", st->start_ts);
 	if (st->has_interval)
-		ju(&b, &g, "sample_interval_us", st->interval);
-	sp_buf_addc(&b, '}');
-	jkey(&b, &f, "summary");
-	sp_buf_addc(&b, '{');
-	g = true;
-	ju(&b, &g, "sample_events", st->sample_events);
-	ju(&b, &g, "samples", st->samples);
-	ju(&b, &g, "lost_events", st->lost);
-	ju(&b, &g, "empty_stack_samples", st->empty);
-	ju(&b, &g, "truncated_frame_markers", st->truncated);
-	ju(&b, &g, "ignored_user_callchain_frames", st->ignored_user);
-	jbool(&b, &g, "kernel_enabled", st->kernel_enabled);
-	ju(&b, &g, "skipped_no_pid", st->skipped[0]);
-	ju(&b, &g, "skipped_no_tid", st->skipped[1]);
-	ju(&b, &g, "skipped_no_time", st->skipped[2]);
-	ju(&b, &g, "skipped_no_frames", st->skipped[3]);
-	ju(&b, &g, "throttle_events", st->throttles);
-	jkey(&b, &g, "error_stats");
-	sp_buf_addc(&b, '[');
-	bool any = false;
+		sp_jw_kv_u64(&j, "sample_interval_us", st->interval);
+	sp_jw_object_end(&j);
+	sp_jw_key(&j, "summary");
+	sp_jw_object_begin(&j);
+	sp_jw_kv_u64(&j, "sample_events", st->sample_events);
+	sp_jw_kv_u64(&j, "samples", st->samples);
+	sp_jw_kv_u64(&j, "lost_events", st->lost);
+	sp_jw_kv_u64(&j, "empty_stack_samples", st->empty);
+	sp_jw_kv_u64(&j, "truncated_frame_markers", st->truncated);
+	sp_jw_kv_u64(&j, "ignored_user_callchain_frames", st->ignored_user);
+	sp_jw_kv_bool(&j, "kernel_enabled", st->kernel_enabled);
+	sp_jw_kv_u64(&j, "skipped_no_pid", st->skipped[0]);
+	sp_jw_kv_u64(&j, "skipped_no_tid", st->skipped[1]);
+	sp_jw_kv_u64(&j, "skipped_no_time", st->skipped[2]);
+	sp_jw_kv_u64(&j, "skipped_no_frames", st->skipped[3]);
+	sp_jw_kv_u64(&j, "throttle_events", st->throttles);
+	sp_jw_key(&j, "error_stats");
+	sp_jw_array_begin(&j);
 	for (int e = 0; e < SP_E_COUNT; e++) {
 		if (!st->errors[e])
 			continue;
-		bool h = true;
-		sp_buf_adds(&b, any ? ",{" : "{");
-		any = true;
-		jstr(&b, &h, "kind", sp_error_kind_name((enum sp_error_kind)e));
-		ju(&b, &h, "count", st->errors[e]);
-		jstr(&b, &h, "description", sp_error_kind_description((enum sp_error_kind)e));
-		sp_buf_addc(&b, '}');
+		sp_jw_object_begin(&j);
+		sp_jw_kv_str(&j, "kind", sp_error_kind_name((enum sp_error_kind)e));
+		sp_jw_kv_u64(&j, "count", st->errors[e]);
+		sp_jw_kv_str(&j, "description", sp_error_kind_description((enum sp_error_kind)e));
+		sp_jw_object_end(&j);
 	}
-	sp_buf_adds(&b, "]}");
-	jd(&b, &f, "lost_pct", pct(st->lost, st->samples + st->lost));
-	ju(&b, &f, "sample_records", st->sample_records);
-	counts_json(&b, &f, "processes", st->procs, st->nprocs, top, false);
-	counts_json(&b, &f, "threads", st->threads, st->nthreads, top, true);
+	sp_jw_array_end(&j);
+	sp_jw_object_end(&j);
+	jw_fixed3(&j, "lost_pct", pct(st->lost, st->samples + st->lost));
+	sp_jw_kv_u64(&j, "sample_records", st->sample_records);
+	counts_json(&j, "processes", &st->procs, top, false);
+	counts_json(&j, "threads", &st->threads, top, true);
 	if (st->have_unwind) {
-		jkey(&b, &f, "unwinding");
-		sp_buf_addc(&b, '{');
-		g = true;
-		ju(&b, &g, "samples", st->uw_samples);
-		ju(&b, &g, "user_samples", st->uw_user);
-		ju(&b, &g, "complete", st->uw_complete);
-		jd(&b, &g, "complete_pct", pct(st->uw_complete, st->uw_user));
-		jd(&b, &g, "frames_per_sample", st->uw_samples ? (double)st->uw_frames / (double)st->uw_samples : 0);
-		jkey(&b, &g, "failures");
-		sp_buf_addc(&b, '{');
-		bool h = true;
+		sp_jw_key(&j, "unwinding");
+		sp_jw_object_begin(&j);
+		sp_jw_kv_u64(&j, "samples", st->uw_samples);
+		sp_jw_kv_u64(&j, "user_samples", st->uw_user);
+		sp_jw_kv_u64(&j, "complete", st->uw_complete);
+		jw_fixed3(&j, "complete_pct", pct(st->uw_complete, st->uw_user));
+		jw_fixed3(&j, "frames_per_sample",
+			  st->uw_samples ? (double)st->uw_frames / (double)st->uw_samples : 0);
+		sp_jw_key(&j, "failures");
+		sp_jw_object_begin(&j);
 		for (int e = 1; e < SP_END_COUNT; e++)
-			ju(&b, &h, sp_unwind_end_name((enum sp_unwind_end)e), st->uw_ends[e]);
-		sp_buf_adds(&b, "}}");
+			sp_jw_kv_u64(&j, sp_unwind_end_name((enum sp_unwind_end)e), st->uw_ends[e]);
+		sp_jw_object_end(&j);
+		sp_jw_object_end(&j);
 	}
 	if (st->have_symbolize) {
-		jkey(&b, &f, "symbolization");
-		sp_buf_addc(&b, '{');
-		g = true;
-		ju(&b, &g, "frames", st->frames);
-		jkey(&b, &g, "origins");
-		sp_buf_addc(&b, '{');
-		bool h = true;
+		sp_jw_key(&j, "symbolization");
+		sp_jw_object_begin(&j);
+		sp_jw_kv_u64(&j, "frames", st->frames);
+		sp_jw_key(&j, "origins");
+		sp_jw_object_begin(&j);
 		for (int i = 0; i < 6; i++)
-			ju(&b, &h, origin_names[i], st->origins[i]);
-		sp_buf_addc(&b, '}');
-		jd(&b, &g, "address_only_pct", pct(st->address_only, st->frames));
-		ju(&b, &g, "modules_missing", st->modules_missing);
-		ju(&b, &g, "modules_mismatched", st->modules_mismatched);
-		jkey(&b, &g, "modules_lacking_symbols");
-		sp_buf_addc(&b, '[');
+			sp_jw_kv_u64(&j, origin_names[i], st->origins[i]);
+		sp_jw_object_end(&j);
+		jw_fixed3(&j, "address_only_pct", pct(st->address_only, st->frames));
+		sp_jw_kv_u64(&j, "modules_missing", st->modules_missing);
+		sp_jw_kv_u64(&j, "modules_mismatched", st->modules_mismatched);
+		sp_jw_key(&j, "modules_lacking_symbols");
+		sp_jw_array_begin(&j);
 		size_t k = 0;
 		for (size_t i = 0; i < st->nmods && k < top; i++) {
 			if (!st->mods[i].address_only)
 				continue;
-			h = true;
-			sp_buf_adds(&b, k++ ? ",{" : "{");
-			jstr(&b, &h, "path", st->mods[i].path);
-			ju(&b, &h, "address_only", st->mods[i].address_only);
-			ju(&b, &h, "frames", st->mods[i].frames);
-			sp_buf_addc(&b, '}');
+			k++;
+			sp_jw_object_begin(&j);
+			sp_jw_kv_str(&j, "path", st->mods[i].path);
+			sp_jw_kv_u64(&j, "address_only", st->mods[i].address_only);
+			sp_jw_kv_u64(&j, "frames", st->mods[i].frames);
+			sp_jw_object_end(&j);
 		}
-		sp_buf_adds(&b, "]}");
+		sp_jw_array_end(&j);
+		sp_jw_object_end(&j);
 	}
-	jkey(&b, &f, "diagnosis");
-	sp_buf_addc(&b, '[');
-	for (size_t i = 0; i < na; i++) {
-		g = true;
-		sp_buf_adds(&b, i ? ",{" : "{");
-		jstr(&b, &g, "problem", a[i].what);
-		jstr(&b, &g, "advice", a[i].fix);
-		sp_buf_addc(&b, '}');
-	}
-	sp_buf_adds(&b, "]}\n");
-	fwrite(b.p, 1, b.len, out);
-	sp_buf_release(&b);
+	advice_json(&j, a, na);
+	sp_jw_object_end(&j);
+	json_out(&b, out);
 }
 
 static void report_text(const struct stats *st, const struct advice *a, size_t na, size_t top, FILE *out)
@@ -637,12 +614,12 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 	fprintf(out, "  skipped: no pid %" PRIu64 ", no tid %" PRIu64 ", no time %" PRIu64 ", no frames %" PRIu64 "\n",
 		st->skipped[0], st->skipped[1], st->skipped[2], st->skipped[3]);
 	fprintf(out, "processes (top %zu):\n", top);
-	for (size_t i = 0; i < st->nprocs && i < top; i++)
-		fprintf(out, "  %8" PRIu64 "  %s (pid %u)\n", st->procs[i].samples, st->procs[i].comm, st->procs[i].pid);
+	for (size_t i = 0; i < st->procs.n && i < top; i++)
+		fprintf(out, "  %8" PRIu64 "  %s (pid %u)\n", st->procs.v[i].samples, st->procs.v[i].comm, st->procs.v[i].pid);
 	fprintf(out, "threads (top %zu):\n", top);
-	for (size_t i = 0; i < st->nthreads && i < top; i++)
-		fprintf(out, "  %8" PRIu64 "  %s (pid %u, tid %u)\n", st->threads[i].samples,
-			st->threads[i].comm, st->threads[i].pid, st->threads[i].tid);
+	for (size_t i = 0; i < st->threads.n && i < top; i++)
+		fprintf(out, "  %8" PRIu64 "  %s (pid %u, tid %u)\n", st->threads.v[i].samples,
+			st->threads.v[i].comm, st->threads.v[i].pid, st->threads.v[i].tid);
 	if (st->have_unwind) {
 		fprintf(out, "unwinding: %.1f%% of %" PRIu64 " stacks reach their thread's entry, %.1f frames per sample\n",
 			pct(st->uw_complete, st->uw_user), st->uw_user,
@@ -683,21 +660,7 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 		fprintf(out, "  - %s\n    -> %s\n", a[i].what, a[i].fix);
 }
 
-/* --system: can this host profile? */
-static bool cap_effective(int cap)
-{
-	FILE *f = fopen("/proc/self/status", "re");
-	char line[256];
-	unsigned long long v = 0;
-	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, "CapEff:", 7) == 0)
-			v = strtoull(line + 7, NULL, 16);
-	if (f)
-		fclose(f);
-	return v & (1ull << cap);
-}
-
-/* A kernel setting, or -1 when it cannot be read. */
+/* --system: can this host profile?  A kernel setting, or -1 when unreadable. */
 static long read_setting(const char *path)
 {
 	int64_t v;
@@ -754,7 +717,7 @@ static int report_system(bool json, FILE *out)
 	long kptr = read_setting("/proc/sys/kernel/kptr_restrict");
 	long maxrate = read_setting("/proc/sys/kernel/perf_event_max_sample_rate");
 	long mlock = read_setting("/proc/sys/kernel/perf_event_mlock_kb");
-	bool perfmon = cap_effective(38), sysadmin = cap_effective(21);
+	bool perfmon = sp_cap_effective(38), sysadmin = sp_cap_effective(21);
 	bool user_ok = try_event(false), kernel_ok = try_event(true);
 	char py[1024] = "";
 	bool have_py = find_python(py, sizeof(py));
@@ -773,32 +736,23 @@ static int report_system(bool json, FILE *out)
 		advise(a, &n, "no Python 3.12 or later found: Python frames need -X perf",
 		       "install python3.12 or later to profile Python code by name");
 	if (json) {
-		struct sp_buf b;
-		sp_buf_init(&b);
-		bool f = true;
-		sp_buf_addc(&b, '{');
-		ji(&b, &f, "perf_event_paranoid", paranoid);
-		ji(&b, &f, "kptr_restrict", kptr);
-		ji(&b, &f, "max_sample_rate", maxrate);
-		ji(&b, &f, "perf_event_mlock_kb", mlock);
-		jbool(&b, &f, "root", geteuid() == 0);
-		jbool(&b, &f, "cap_perfmon", perfmon);
-		jbool(&b, &f, "cap_sys_admin", sysadmin);
-		jbool(&b, &f, "user_sampling", user_ok);
-		jbool(&b, &f, "kernel_sampling", kernel_ok);
-		jstr(&b, &f, "python_with_perf", have_py ? py : "");
-		jkey(&b, &f, "diagnosis");
-		sp_buf_addc(&b, '[');
-		for (size_t i = 0; i < n; i++) {
-			bool g = true;
-			sp_buf_adds(&b, i ? ",{" : "{");
-			jstr(&b, &g, "problem", a[i].what);
-			jstr(&b, &g, "advice", a[i].fix);
-			sp_buf_addc(&b, '}');
-		}
-		sp_buf_adds(&b, "]}\n");
-		fwrite(b.p, 1, b.len, out);
-		sp_buf_release(&b);
+		struct sp_buf b = SP_BUF_INIT;
+		struct sp_jw j;
+		sp_jw_init(&j, &b);
+		sp_jw_object_begin(&j);
+		sp_jw_kv_i64(&j, "perf_event_paranoid", paranoid);
+		sp_jw_kv_i64(&j, "kptr_restrict", kptr);
+		sp_jw_kv_i64(&j, "max_sample_rate", maxrate);
+		sp_jw_kv_i64(&j, "perf_event_mlock_kb", mlock);
+		sp_jw_kv_bool(&j, "root", geteuid() == 0);
+		sp_jw_kv_bool(&j, "cap_perfmon", perfmon);
+		sp_jw_kv_bool(&j, "cap_sys_admin", sysadmin);
+		sp_jw_kv_bool(&j, "user_sampling", user_ok);
+		sp_jw_kv_bool(&j, "kernel_sampling", kernel_ok);
+		sp_jw_kv_str(&j, "python_with_perf", have_py ? py : "");
+		advice_json(&j, a, n);
+		sp_jw_object_end(&j);
+		json_out(&b, out);
 	} else {
 		fprintf(out, "this host:\n");
 		fprintf(out, "  kernel.perf_event_paranoid %ld, kernel.kptr_restrict %ld\n", paranoid, kptr);
@@ -902,16 +856,16 @@ int main(int argc, char **argv)
 	if (!st.have_summary && !st.lost)
 		st.lost = st.lost_records;
 	/* A thread known only from samples goes by its process's name. */
-	for (size_t i = 0; i < st.nthreads; i++)
-		if (!st.threads[i].comm[0])
-			for (size_t j = 0; j < st.nprocs; j++)
-				if (st.procs[j].pid == st.threads[i].pid)
-					snprintf(st.threads[i].comm, sizeof(st.threads[i].comm), "%s",
-						 st.procs[j].comm);
-	if (st.nprocs)
-		qsort(st.procs, st.nprocs, sizeof(*st.procs), cmp_count);
-	if (st.nthreads)
-		qsort(st.threads, st.nthreads, sizeof(*st.threads), cmp_count);
+	for (size_t i = 0; i < st.threads.n; i++)
+		if (!st.threads.v[i].comm[0])
+			for (size_t j = 0; j < st.procs.n; j++)
+				if (st.procs.v[j].pid == st.threads.v[i].pid)
+					snprintf(st.threads.v[i].comm, sizeof(st.threads.v[i].comm), "%s",
+						 st.procs.v[j].comm);
+	if (st.procs.n)
+		qsort(st.procs.v, st.procs.n, sizeof(*st.procs.v), cmp_count);
+	if (st.threads.n)
+		qsort(st.threads.v, st.threads.n, sizeof(*st.threads.v), cmp_count);
 	if (st.nmods)
 		qsort(st.mods, st.nmods, sizeof(*st.mods), cmp_mod);
 	struct advice adv[16];
@@ -947,7 +901,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < st.nmodpaths; i++)
 		free(st.modpaths[i]);
 	free(st.modpaths);
-	free(st.procs);
-	free(st.threads);
+	free(st.procs.v);
+	sp_u64map_release(&st.procs.index);
+	free(st.threads.v);
+	sp_u64map_release(&st.threads.index);
 	return status;
 }

@@ -103,17 +103,6 @@ static void bad_record(struct sp_recorder *r)
 	r->errors[SP_E_BAD_KERNEL_RECORD]++;
 }
 
-/* Removes " (deleted)" from the end of a path; says whether it was there. */
-static bool strip_deleted(char *path)
-{
-	static const char del[] = " (deleted)";
-	size_t n = strlen(path), d = sizeof(del) - 1;
-	if (n <= d || strcmp(path + n - d, del) != 0)
-		return false;
-	path[n - d] = '\0';
-	return true;
-}
-
 static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t size,
 			 uint16_t misc)
 {
@@ -143,7 +132,7 @@ static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t
 	struct sample_id id = trailer(rec, size);
 	if (!(m.prot & PROT_EXEC))
 		return;
-	bool deleted = strip_deleted(path);
+	bool deleted = sp_path_strip_deleted(path);
 	unsigned char bid[SP_BUILD_ID_MAX];
 	int bidlen = 0;
 	bool have_dev = !(misc & PERF_RECORD_MISC_MMAP_BUILD_ID);

@@ -200,11 +200,8 @@ void sp_rec_synth_process(struct sp_recorder *r, pid_t pid, const struct sp_proc
 	snprintf(q.comm, sizeof(q.comm), "%s", st->comm);
 	q.have_exe = sp_proc_exe(pid, exe, sizeof(exe)) == 0;
 	if (q.have_exe) {
-		static const char del[] = " (deleted)";
+		sp_path_strip_deleted(exe);
 		q.exelen = strlen(exe);
-		if (q.exelen > sizeof(del) - 1 &&
-		    strcmp(exe + q.exelen - (sizeof(del) - 1), del) == 0)
-			q.exelen -= sizeof(del) - 1;
 	}
 	ssize_t cl = sp_proc_cmdline(pid, cmd, sizeof(cmd));
 	q.cmdlen = cl > 0 ? (size_t)cl : 0;

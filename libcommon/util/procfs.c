@@ -100,12 +100,7 @@ int sp_proc_maps_parse_line(char *line, size_t len, struct sp_proc_map *m)
 		  (perms[2] == 'x' ? PROT_EXEC : 0);
 	m->shared = perms[3] == 's';
 	char *p = pathpos ? line + pathpos : line + len;
-	static const char del[] = " (deleted)";
-	size_t pl = strlen(p), dl = sizeof(del) - 1;
-	if (pl > dl && strcmp(p + pl - dl, del) == 0) {
-		p[pl - dl] = '\0';
-		m->deleted = true;
-	}
+	m->deleted = sp_path_strip_deleted(p);
 	m->path = p;
 	return 0;
 }
@@ -280,6 +275,16 @@ bool sp_path_is_cpython(const char *path, const char **via)
 	return false;
 }
 
+bool sp_path_strip_deleted(char *path)
+{
+	static const char del[] = " (deleted)";
+	size_t n = strlen(path), d = sizeof(del) - 1;
+	if (n <= d || strcmp(path + n - d, del) != 0)
+		return false;
+	path[n - d] = '\0';
+	return true;
+}
+
 int sp_read_i64_file(const char *path, int64_t *v)
 {
 	char buf[64];
@@ -312,6 +317,19 @@ int sp_perf_paranoid(void)
 	if (sp_read_i64_file("/proc/sys/kernel/perf_event_paranoid", &v) < 0)
 		return INT32_MIN;
 	return (int)v;
+}
+
+bool sp_cap_effective(int cap)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	unsigned long long v = 0;
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "CapEff:", 7) == 0)
+			v = strtoull(line + 7, NULL, 16);
+	if (f)
+		fclose(f);
+	return cap >= 0 && cap < 64 && (v & (1ull << cap));
 }
 
 int sp_online_cpus(int *cpus, int max)

@@ -74,6 +74,13 @@ ssize_t sp_proc_cmdline(pid_t pid, char *buf, size_t len);
  */
 int sp_proc_descendants(const pid_t *roots, size_t nroots, pid_t **out, size_t *n);
 
+/*
+ * Removes the " (deleted)" the kernel appends to the path of a file that
+ * was removed (in maps, mmap records, /proc/PID/exe); says whether it was
+ * there.
+ */
+bool sp_path_strip_deleted(char *path);
+
 /* Whether the file name looks like a CPython runtime: python3, python3.12,
    libpython3.12.so.1.0.  *via is set to "exe" or "libpython". */
 bool sp_path_is_cpython(const char *path, const char **via);
@@ -94,6 +101,12 @@ uint64_t sp_max_sample_rate(void);
 
 /* /proc/sys/kernel/perf_event_paranoid; INT32_MIN when it cannot be read. */
 int sp_perf_paranoid(void);
+
+/*
+ * Whether this process has capability number cap (38 CAP_PERFMON, 21
+ * CAP_SYS_ADMIN, ...) in its effective set (CapEff of /proc/self/status).
+ */
+bool sp_cap_effective(int cap);
 
 /*
  * The online CPUs, from /sys/devices/system/cpu/online (a list such as
