@@ -47,6 +47,13 @@ struct sp_unwind_arch {
 	 */
 	uint8_t fp_prev, fp_ra, fp_cfa;
 	/*
+	 * Whether a call leaves the stack pointer as it was (the return
+	 * address goes to a register): a function that saved nothing then
+	 * has its caller's stack pointer, which is no loop as long as the pc
+	 * moves.  On x86_64 a call pushes, so a caller's sp is always higher.
+	 */
+	bool call_keeps_sp;
+	/*
 	 * Whether sp-unwind unwinds this architecture's streams.  A backend
 	 * that has not been checked against recordings of its machine is
 	 * kept for its unit tests, and streams of it are refused.

@@ -237,7 +237,9 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 		if (!(next->valid & (1u << arch->ra)) || next->pc == 0)
 			return SP_END_COMPLETE;
 		/* The stack grows down: a caller's frame lies above. */
-		if (next->reg[arch->sp] <= s->reg[arch->sp] && !(r && r->signal))
+		if (next->reg[arch->sp] <= s->reg[arch->sp] && !(r && r->signal) &&
+		    !(arch->call_keeps_sp && next->reg[arch->sp] == s->reg[arch->sp] &&
+		      next->pc != s->pc))
 			return SP_END_CYCLE;
 		struct sp_arch_regs *t = s;
 		s = next;

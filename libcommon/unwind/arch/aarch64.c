@@ -7,10 +7,15 @@
  * above it.  Return addresses may carry a pointer-authentication code in
  * their top bits: user addresses have 48 bits.
  *
+ * A call leaves sp as it was (bl puts the return address in x30), so a
+ * leaf that saved nothing has its caller's sp.
+ *
  * Not yet usable: nothing here has been checked against a recording made
- * on an aarch64 machine, so sp-unwind refuses such streams rather than
- * give stacks nobody has verified.  The unit tests cover the register
- * map and the frame record.
+ * on an aarch64 machine (the kernel's sampled registers, its vDSO and
+ * signal frames, real pointer-authentication keys), so sp-unwind refuses
+ * such streams rather than give stacks nobody has verified.  The unit
+ * tests cover the register map, the frame-record walk and the CFI of an
+ * aarch64 program built with pointer authentication.
  */
 #include "unwind/arch.h"
 
@@ -44,6 +49,7 @@ const struct sp_unwind_arch sp_arch_aarch64 = {
 	.fp_prev = 0,
 	.fp_ra = 8,
 	.fp_cfa = 16,
+	.call_keeps_sp = true,
 	.usable = false,
 	.unusable_why = "its backend has not been verified on recordings from an aarch64 machine",
 	.load = load,
