@@ -3,7 +3,8 @@
  * .debug_frame, read with libdw) over a copy of the stack, with a
  * per-module cache of compiled rules so that a frame seen before costs a
  * table lookup, and a frame-pointer walk where no CFI covers an address.
- * Core layer: no printing.
+ * What differs between architectures comes from a backend (arch.h),
+ * chosen per stream from its header.  Core layer: no printing.
  */
 #ifndef SP_UNWIND_H
 #define SP_UNWIND_H
