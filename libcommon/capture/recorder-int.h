@@ -127,6 +127,7 @@ struct sp_rec_qent {
 
 /* A build-id read from a file, cached by (device, inode). */
 struct sp_rec_bid {
+	struct sp_hashmap_entry e;
 	uint64_t dev, ino;
 	int len;		/* -1: the file had none, or was unreadable */
 	unsigned char id[SP_BUILD_ID_MAX];
@@ -170,8 +171,7 @@ struct sp_recorder {
 	bool started, finished;
 	uint64_t start_ns;
 
-	struct sp_rec_bid *bids;
-	size_t nbids, allocbids;
+	struct sp_hashmap bids;		/* of struct sp_rec_bid, at most 4096 */
 
 	/* Counters for the summary. */
 	uint64_t sample_events, samples, lost_events, lost_samples_format;
@@ -221,6 +221,8 @@ int sp_rec_q_flush(struct sp_recorder *r, uint64_t limit);
 
 /* synthetic.c */
 bool sp_rec_is_file_path(const char *path);
+int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		   const void *keydata);
 int sp_rec_build_id(struct sp_recorder *r, const char *path, const char *alt,
 		    uint64_t dev, uint64_t ino, unsigned char *id);
 void sp_rec_queue_runtime(struct sp_recorder *r, pid_t pid, uint64_t time,

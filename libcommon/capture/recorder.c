@@ -62,6 +62,11 @@ bool sp_rec_tid_note(struct sp_recorder *r, pid_t tid)
 	return sp_u64map_put(&r->tids, (uint64_t)tid, &seen) == 0;
 }
 
+static void free_bid(struct sp_hashmap_entry *e)
+{
+	free(sp_container_of(e, struct sp_rec_bid, e));
+}
+
 struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
 				    struct sp_writer *w)
 {
@@ -74,6 +79,7 @@ struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
 	sp_u64map_init(&r->tids);
 	sp_ustack_cache_init(&r->ustacks);
 	sp_buf_init(&r->qbuf);
+	sp_hashmap_init(&r->bids, sp_rec_bid_cmp);
 	r->ncpus = sp_online_cpus(r->cpus, SP_REC_MAX_CPUS);
 	for (int i = 0; i < SP_REC_MAX_CPUS; i++)
 		r->rings[i].fd = -1;
@@ -123,7 +129,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	sp_u64map_release(&r->tids);
 	sp_ustack_cache_release(&r->ustacks);
 	free(r->targets);
-	free(r->bids);
+	sp_hashmap_release(&r->bids, free_bid);
 	free(r);
 }
 

@@ -12,7 +12,6 @@
 #include <sys/mman.h>
 
 #include "capture/recorder-int.h"
-#include "util/alloc.h"
 
 /* Whether a mapping's path names a file (not //anon, [vdso], ...). */
 bool sp_rec_is_file_path(const char *path)
@@ -21,32 +20,45 @@ bool sp_rec_is_file_path(const char *path)
 	       strncmp(path, "/memfd:", 7) != 0 && strncmp(path, "/dev/zero", 9) != 0;
 }
 
+int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		   const void *keydata)
+{
+	(void)keydata;
+	const struct sp_rec_bid *x = sp_container_of(a, struct sp_rec_bid, e);
+	const struct sp_rec_bid *y = sp_container_of(b, struct sp_rec_bid, e);
+	return x->dev != y->dev || x->ino != y->ino;
+}
+
 /*
  * The build-id of a mapped file (alt: another path to it, or NULL) into
- * id; its length, 0 for none, -1 when unreadable.  At most 4096 files are
- * remembered.
+ * id; its length, 0 for none, -1 when unreadable.  Files with an inode
+ * are remembered, 4096 at most.
  */
 int sp_rec_build_id(struct sp_recorder *r, const char *path, const char *alt,
 		    uint64_t dev, uint64_t ino, unsigned char *id)
 {
-	for (size_t i = 0; i < r->nbids && ino != 0; i++)
-		if (r->bids[i].dev == dev && r->bids[i].ino == ino) {
-			memcpy(id, r->bids[i].id, (size_t)(r->bids[i].len > 0 ? r->bids[i].len : 0));
-			return r->bids[i].len;
-		}
+	struct sp_rec_bid key = { .dev = dev, .ino = ino };
+	uint64_t k[2] = { dev, ino };
+	key.e.hash = sp_hash_bytes(k, sizeof(k));
+	struct sp_hashmap_entry *e = ino ? sp_hashmap_get(&r->bids, &key.e, NULL) : NULL;
+	if (e) {
+		const struct sp_rec_bid *b = sp_container_of(e, struct sp_rec_bid, e);
+		memcpy(id, b->id, (size_t)(b->len > 0 ? b->len : 0));
+		return b->len;
+	}
 	int n = sp_build_id_path(path, id);
 	if (n < 0 && alt)
 		n = sp_build_id_path(alt, id);
 	if (n < 0)
 		r->errors[SP_E_BUILD_ID_UNREADABLE]++;
-	if (ino != 0 && r->nbids < 4096 &&
-	    SP_ALLOC_GROW(r->bids, r->nbids + 1, r->allocbids) == 0) {
-		struct sp_rec_bid *b = &r->bids[r->nbids++];
-		b->dev = dev;
-		b->ino = ino;
+	struct sp_rec_bid *b;
+	if (ino != 0 && r->bids.count < 4096 && (b = malloc(sizeof(*b)))) {
+		*b = key;
 		b->len = n;
 		if (n > 0)
 			memcpy(b->id, id, (size_t)n);
+		if (sp_hashmap_add(&r->bids, &b->e) < 0)
+			free(b);
 	}
 	return n;
 }
