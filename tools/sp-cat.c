@@ -117,12 +117,8 @@ static bool ps_slot(void **v, size_t elem, uint64_t id, size_t *n, size_t *alloc
 {
 	if (id >= 10000000)
 		return false;
-	if (id < *n)
-		return true;
-	if (sp_alloc_grow(v, elem, id + 1, alloc) < 0)
+	if (sp_alloc_slot(v, elem, id, n, alloc) < 0)
 		sp_die(SP_EXIT_FATAL, "out of memory");
-	memset((char *)*v + *n * elem, 0, (id + 1 - *n) * elem);
-	*n = id + 1;
 	return true;
 }
 

@@ -21,6 +21,7 @@
 #include "util/alloc.h"
 #include "util/hashmap.h"
 #include "util/strbuf.h"
+#include "util/utf8.h"
 
 /* Field numbers of profile.proto. */
 enum {
@@ -203,7 +204,7 @@ static uint32_t str_id(struct pp *p, const char *s)
 	if (!s || !*s)
 		return 0;
 	/* Protobuf strings are UTF-8. */
-	fold_valid_utf8(&p->clean, s, strlen(s));
+	sp_utf8_sanitize(&p->clean, s, strlen(s));
 	if (p->clean.oom) {
 		p->oom = true;
 		return 0;

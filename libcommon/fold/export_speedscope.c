@@ -10,6 +10,7 @@
 
 #include "fold/fold_internal.h"
 #include "util/jsonw.h"
+#include "util/utf8.h"
 
 /* Bytes of JSON gathered before they are written out. */
 #define FLUSH_AT (64u << 10)
@@ -26,24 +27,10 @@ static int flush(struct sp_buf *b, FILE *out)
 	return 0;
 }
 
-/*
- * An unsigned number as a JSON value, without printf: the samples and
- * weights arrays are most of the file, a number or more per sample.
- */
-static void jw_uint(struct sp_jw *j, uint64_t v)
-{
-	char tmp[24], *p = tmp + sizeof(tmp);
-	do {
-		*--p = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	sp_jw_raw(j, p, (size_t)(tmp + sizeof(tmp) - p));
-}
-
 /* A string member; its bytes made valid UTF-8 as pprof's are, so both name a frame alike. */
 static void jw_kv_name(struct sp_jw *j, struct sp_buf *tmp, const char *key, const char *s)
 {
-	fold_valid_utf8(tmp, s, strlen(s));
+	sp_utf8_sanitize(tmp, s, strlen(s));
 	if (tmp->oom)
 		j->b->oom = 1;
 	sp_jw_key(j, key);
@@ -85,7 +72,7 @@ static int write_profile(const struct sp_fold_view *v, const struct sp_fold_thre
 		const struct sp_fold_stack *st = &v->stacks[t->seq[i].stack];
 		sp_jw_array_begin(j);
 		for (size_t k = 0; k < st->n; k++)
-			jw_uint(j, index[st->frames[k]]);
+			sp_jw_u64(j, index[st->frames[k]]);
 		sp_jw_array_end(j);
 		if (j->b->len >= FLUSH_AT && flush(j->b, out) < 0)
 			return -1;
@@ -94,7 +81,7 @@ static int write_profile(const struct sp_fold_view *v, const struct sp_fold_thre
 	sp_jw_key(j, "weights");
 	sp_jw_array_begin(j);
 	for (size_t i = 0; i < t->nseq; i++) {
-		jw_uint(j, weight_ns(v, &t->seq[i]));
+		sp_jw_u64(j, weight_ns(v, &t->seq[i]));
 		if (j->b->len >= FLUSH_AT && flush(j->b, out) < 0)
 			return -1;
 	}

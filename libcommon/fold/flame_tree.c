@@ -288,35 +288,6 @@ void sp_flame_tree_release(struct flame_tree *t)
 	sp_buf_release(&t->clean);
 }
 
-/* Reads fd to its end into b.  Returns 0, or -1 with errno set. */
-static int read_all(int fd, struct sp_buf *b)
-{
-	struct stat st;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-	    sp_buf_grow(b, (size_t)st.st_size) < 0) {
-		errno = ENOMEM;
-		return -1;
-	}
-	for (;;) {
-		/* Room for one more byte than the file holds, to see its end. */
-		if (b->len + 1 >= b->cap && sp_buf_grow(b, 1 << 16) < 0) {
-			errno = ENOMEM;
-			return -1;
-		}
-		ssize_t k = read(fd, b->p + b->len, b->cap - b->len - 1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -1;
-		if (k == 0)
-			break;
-		b->len += (size_t)k;
-	}
-	if (b->p)
-		b->p[b->len] = '\0';
-	return 0;
-}
-
 static bool is_blank(char c)
 {
 	return c == ' ' || c == '\t';
@@ -475,7 +446,7 @@ int sp_flame_read(struct sp_flame *f, int fd, const char *name, enum sp_flame_si
 	struct sp_buf b = SP_BUF_INIT;
 	int r;
 	*in = (struct sp_flame_input){ 0 };
-	if (read_all(fd, &b) < 0)
+	if (sp_buf_read_fd(&b, fd) < 0)
 		r = errno == ENOMEM ? sp_error_set(&f->err, SP_ERR_NOMEM, "out of memory") :
 			sp_error_errno(&f->err, "cannot read '%s'", name);
 	else

@@ -78,21 +78,6 @@ void sp_fold_free(struct sp_fold *f)
 	free(f);
 }
 
-/*
- * Makes *v, an array of *n elements of elem bytes indexed by id, hold
- * index id, the new elements zeroed.  Returns 0, or -1 when memory ran out.
- */
-static int id_slot(void **v, size_t elem, uint64_t id, size_t *n, size_t *alloc)
-{
-	if (id < *n)
-		return 0;
-	if (sp_alloc_grow(v, elem, id + 1, alloc) < 0)
-		return -1;
-	memset((char *)*v + *n * elem, 0, (id + 1 - *n) * elem);
-	*n = id + 1;
-	return 0;
-}
-
 /* Appends display frame d to the segment's list. */
 static int seg_disp_push(struct sp_fold *f, uint32_t d)
 {
@@ -174,8 +159,7 @@ static int take_frame(struct sp_fold *f, const msgpack_object *m)
 	if (id >= MAX_FRAME_ID)
 		return sp_error_set(&f->err, SP_ERR_BAD_INPUT, "frame id %llu out of range",
 				    (unsigned long long)id);
-	if (id_slot((void **)&f->segframes, sizeof(*f->segframes), id, &f->nsegframes,
-		    &f->allocsegframes) < 0)
+	if (SP_ALLOC_SLOT(f->segframes, id, f->nsegframes, f->allocsegframes) < 0)
 		return fold_nomem(f);
 	struct segframe *sf = &f->segframes[id];
 	*sf = (struct segframe){ (uint32_t)f->nseg_disp, 0, true };
@@ -289,8 +273,7 @@ static int take_stack(struct sp_fold *f, const msgpack_object *m, bool symbolize
 	uint32_t k;
 	if (fold_stack(f, f->scratch, f->nscratch, &k) < 0)
 		return -1;
-	if (id_slot((void **)&f->symstacks, sizeof(*f->symstacks), id, &f->nsymstacks,
-		    &f->allocsymstacks) < 0)
+	if (SP_ALLOC_SLOT(f->symstacks, id, f->nsymstacks, f->allocsymstacks) < 0)
 		return fold_nomem(f);
 	f->symstacks[id] = k + 1;
 	return 0;
@@ -306,7 +289,7 @@ static int take_module(struct sp_fold *f, const msgpack_object *m)
 	if (id >= MAX_MODULE_ID)
 		return sp_error_set(&f->err, SP_ERR_BAD_INPUT, "module id %llu out of range",
 				    (unsigned long long)id);
-	if (id_slot((void **)&f->mods, sizeof(*f->mods), id, &f->nmods, &f->allocmods) < 0)
+	if (SP_ALLOC_SLOT(f->mods, id, f->nmods, f->allocmods) < 0)
 		return fold_nomem(f);
 	struct segmod *sm = &f->mods[id];
 	free(sm->path);

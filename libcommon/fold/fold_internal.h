@@ -145,13 +145,6 @@ void fold_tables_release(struct sp_fold *f);
  */
 void fold_shown_name(char *buf, size_t len, const char *name, size_t n, const char *suffix);
 
-/*
- * s[0..n) made valid UTF-8 into b (emptied first), as the exporters'
- * formats want strings: each byte that does not start a valid sequence
- * becomes U+FFFD.  b->oom tells whether memory ran out.
- */
-void fold_valid_utf8(struct sp_buf *b, const char *s, size_t n);
-
 /* filter.c: whether the options keep a sample of this process and thread. */
 bool fold_wanted(const struct sp_fold *f, uint64_t pid, uint64_t tid, const char *comm);
 

@@ -2,7 +2,6 @@
 #include <stdio.h>
 
 #include "fold/fold_internal.h"
-#include "util/utf8.h"
 
 void fold_shown_name(char *buf, size_t len, const char *name, size_t n, const char *suffix)
 {
@@ -11,19 +10,4 @@ void fold_shown_name(char *buf, size_t len, const char *name, size_t n, const ch
 	for (size_t i = 0; i < n; i++)
 		buf[i] = name[i] == ';' ? ':' : name[i];
 	snprintf(buf + n, len - n, "%s", suffix);
-}
-
-void fold_valid_utf8(struct sp_buf *b, const char *s, size_t n)
-{
-	sp_buf_reset(b);
-	for (size_t i = 0; i < n;) {
-		size_t k = sp_utf8_len((const unsigned char *)s + i, n - i);
-		if (k) {
-			sp_buf_add(b, s + i, k);
-			i += k;
-		} else {
-			sp_buf_adds(b, "\xef\xbf\xbd");
-			i++;
-		}
-	}
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/alloc.h"
 
@@ -27,5 +28,18 @@ int sp_alloc_grow(void **p, size_t elem, size_t need, size_t *alloc)
 		return -1;
 	*p = np;
 	*alloc = n;
+	return 0;
+}
+
+int sp_alloc_slot(void **p, size_t elem, uint64_t id, size_t *n, size_t *alloc)
+{
+	if (id < *n)
+		return 0;
+	if (id >= SIZE_MAX / (elem ? elem : 1) || sp_alloc_grow(p, elem, (size_t)id + 1, alloc) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	memset((char *)*p + *n * elem, 0, ((size_t)id + 1 - *n) * elem);
+	*n = (size_t)id + 1;
 	return 0;
 }

@@ -15,6 +15,7 @@
 #define SP_UTIL_ALLOC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * Makes *p hold at least need elements of elem bytes.  Returns 0, or -1
@@ -25,6 +26,17 @@ int sp_alloc_grow(void **p, size_t elem, size_t need, size_t *alloc);
 
 #define SP_ALLOC_GROW(p, need, alloc) \
 	((need) <= (alloc) ? 0 : sp_alloc_grow((void **)&(p), sizeof(*(p)), (need), &(alloc)))
+
+/*
+ * Makes index id valid in an array of *n elements that grows on demand
+ * (a table indexed by an id the input gives): grows it when id >= *n,
+ * zeroing the new elements, and sets *n to id + 1.  Returns 0, or -1 as
+ * sp_alloc_grow() (nothing changed).
+ */
+int sp_alloc_slot(void **p, size_t elem, uint64_t id, size_t *n, size_t *alloc);
+
+#define SP_ALLOC_SLOT(p, id, n, alloc) \
+	((id) < (n) ? 0 : sp_alloc_slot((void **)&(p), sizeof(*(p)), (id), &(n), &(alloc)))
 
 /*
  * A test hook: when set to n > 0, the nth growth from now fails as if

@@ -66,16 +66,29 @@ void sp_jw_str(struct sp_jw *j, const char *s)
 	sp_jw_strn(j, s, strlen(s));
 }
 
+/* Decimal digits without printf: numbers are most of what exporters write. */
+static void add_digits(struct sp_buf *b, uint64_t v, bool minus)
+{
+	char tmp[24], *p = tmp + sizeof(tmp);
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	if (minus)
+		*--p = '-';
+	sp_buf_add(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
 void sp_jw_u64(struct sp_jw *j, uint64_t v)
 {
 	sep(j);
-	sp_buf_addf(j->b, "%" PRIu64, v);
+	add_digits(j->b, v, false);
 }
 
 void sp_jw_i64(struct sp_jw *j, int64_t v)
 {
 	sep(j);
-	sp_buf_addf(j->b, "%" PRId64, v);
+	add_digits(j->b, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, v < 0);
 }
 
 void sp_jw_double(struct sp_jw *j, double v)

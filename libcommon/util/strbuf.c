@@ -1,8 +1,11 @@
 /* The growable byte buffer (strbuf.h). */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/alloc.h"
 #include "util/strbuf.h"
@@ -93,4 +96,31 @@ char *sp_buf_detach(struct sp_buf *b, size_t *len)
 		free(b->p);
 	sp_buf_init(b);
 	return p;
+}
+
+int sp_buf_read_fd(struct sp_buf *b, int fd)
+{
+	struct stat st;
+	/* A regular file's size is known: one allocation, and one byte more to see its end. */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+	    sp_buf_grow(b, (size_t)st.st_size + 1) < 0) {
+		errno = ENOMEM;
+		return -1;
+	}
+	for (;;) {
+		if (b->len + 1 >= b->cap && sp_buf_grow(b, 1 << 16) < 0) {
+			errno = ENOMEM;
+			return -1;
+		}
+		ssize_t k = read(fd, b->p + b->len, b->cap - b->len - 1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		b->len += (size_t)k;
+		b->p[b->len] = '\0';
+	}
+	return 0;
 }

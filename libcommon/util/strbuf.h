@@ -39,6 +39,12 @@ void sp_buf_addf(struct sp_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
+ * Appends everything left to read on fd.  Returns 0, or -1 with errno
+ * set (ENOMEM when the buffer could not grow; what was read is kept).
+ */
+int sp_buf_read_fd(struct sp_buf *b, int fd);
+
+/*
  * Hands the bytes to the caller (who frees them; "" newly allocated when
  * empty, NULL when memory ran out) and leaves b empty.
  */

@@ -57,6 +57,10 @@ void sp_json_escape(struct sp_buf *b, const char *s, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	sp_buf_addc(b, '"');
+	if (n == 0) {	/* s may be NULL then (msgpack-c's empty strings) */
+		sp_buf_addc(b, '"');
+		return;
+	}
 	size_t run = 0;
 	for (size_t i = 0; i < n;) {
 		unsigned char c = u[i];
@@ -83,4 +87,19 @@ void sp_json_escape(struct sp_buf *b, const char *s, size_t n)
 	}
 	sp_buf_add(b, s + run, n - run);
 	sp_buf_addc(b, '"');
+}
+
+void sp_utf8_sanitize(struct sp_buf *b, const char *s, size_t n)
+{
+	sp_buf_reset(b);
+	for (size_t i = 0; i < n;) {
+		size_t k = sp_utf8_len((const unsigned char *)s + i, n - i);
+		if (k) {
+			sp_buf_add(b, s + i, k);
+			i += k;
+		} else {
+			sp_buf_adds(b, "\xef\xbf\xbd");
+			i++;
+		}
+	}
 }

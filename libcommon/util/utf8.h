@@ -28,4 +28,11 @@ bool sp_utf8_valid(const void *p, size_t n);
  */
 void sp_json_escape(struct sp_buf *b, const char *s, size_t n);
 
+/*
+ * Sets b to s (n bytes) with every byte that does not start a valid
+ * UTF-8 sequence replaced by U+FFFD, as exporters whose formats require
+ * UTF-8 spell names.
+ */
+void sp_utf8_sanitize(struct sp_buf *b, const char *s, size_t n);
+
 #endif

@@ -273,3 +273,57 @@ SP_TEST(error_convention)
 	SP_CHECK_STR(sp_errmsg(SP_ERR_UNSUPPORTED), "not supported");
 	SP_CHECK_STR(sp_errmsg(SP_ERR_COUNT), "unknown error");
 }
+
+SP_TEST(alloc_slot_zeroes_new_elements)
+{
+	uint32_t *a = NULL;
+	size_t n = 0, alloc = 0;
+	SP_CHECK(SP_ALLOC_SLOT(a, 5, n, alloc) == 0);
+	SP_CHECK(n == 6 && a[0] == 0 && a[5] == 0);
+	a[5] = 7;
+	SP_CHECK(SP_ALLOC_SLOT(a, 3, n, alloc) == 0 && n == 6 && a[5] == 7);
+	SP_CHECK(SP_ALLOC_SLOT(a, 100, n, alloc) == 0 && n == 101);
+	int zero = 1;
+	for (size_t i = 6; i <= 100; i++)
+		zero &= a[i] == 0;
+	SP_CHECK(zero && a[5] == 7);
+	SP_CHECK(sp_alloc_slot((void **)&a, sizeof(*a), UINT64_MAX, &n, &alloc) < 0);
+	SP_CHECK(n == 101);
+	free(a);
+}
+
+SP_TEST(strbuf_read_fd_whole_file)
+{
+	FILE *f = tmpfile();
+	for (int i = 0; i < 100000; i++)
+		fprintf(f, "%d\n", i);
+	long size = ftell(f);
+	rewind(f);
+	struct sp_buf b = SP_BUF_INIT;
+	sp_buf_adds(&b, ">");
+	SP_CHECK(sp_buf_read_fd(&b, fileno(f)) == 0);
+	SP_CHECK(b.len == (size_t)size + 1 && b.p[b.len] == '\0');
+	SP_CHECK(strncmp(b.p, ">0\n1\n", 5) == 0 && strcmp(b.p + b.len - 6, "99999\n") == 0);
+	fclose(f);
+	sp_buf_release(&b);
+}
+
+SP_TEST(utf8_sanitize_and_numbers)
+{
+	struct sp_buf b = SP_BUF_INIT;
+	sp_utf8_sanitize(&b, "a\xff\xc3\xa9", 4);
+	SP_CHECK_STR(b.p, "a\xef\xbf\xbd\xc3\xa9");
+	sp_buf_reset(&b);
+	sp_json_escape(&b, NULL, 0);
+	SP_CHECK_STR(b.p, "\"\"");
+	sp_buf_reset(&b);
+	struct sp_jw j;
+	sp_jw_init(&j, &b);
+	sp_jw_array_begin(&j);
+	sp_jw_i64(&j, INT64_MIN);
+	sp_jw_i64(&j, 0);
+	sp_jw_u64(&j, 10);
+	sp_jw_array_end(&j);
+	SP_CHECK_STR(b.p, "[-9223372036854775808,0,10]");
+	sp_buf_release(&b);
+}
