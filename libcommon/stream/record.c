@@ -154,25 +154,31 @@ bool sp_map_bool(const msgpack_object *map, const char *key, bool *out)
 	return true;
 }
 
+/* The bytes of a string or bin value under key, when it has type t. */
+static bool map_bytes(const msgpack_object *map, const char *key, msgpack_object_type t,
+		      const char **p, size_t *len)
+{
+	const msgpack_object *v = sp_map_get(map, key);
+	if (!v || v->type != t)
+		return false;
+	*p = t == MSGPACK_OBJECT_STR ? v->via.str.ptr : v->via.bin.ptr;
+	*len = t == MSGPACK_OBJECT_STR ? v->via.str.size : v->via.bin.size;
+	return true;
+}
+
 bool sp_map_str(const msgpack_object *map, const char *key,
 		const char **p, size_t *len)
 {
-	const msgpack_object *v = sp_map_get(map, key);
-	if (!v || v->type != MSGPACK_OBJECT_STR)
-		return false;
-	*p = v->via.str.ptr;
-	*len = v->via.str.size;
-	return true;
+	return map_bytes(map, key, MSGPACK_OBJECT_STR, p, len);
 }
 
 bool sp_map_bin(const msgpack_object *map, const char *key,
 		const void **p, size_t *len)
 {
-	const msgpack_object *v = sp_map_get(map, key);
-	if (!v || v->type != MSGPACK_OBJECT_BIN)
+	const char *b;
+	if (!map_bytes(map, key, MSGPACK_OBJECT_BIN, &b, len))
 		return false;
-	*p = v->via.bin.ptr;
-	*len = v->via.bin.size;
+	*p = b;
 	return true;
 }
 

@@ -125,32 +125,15 @@ void sp_jw_raw(struct sp_jw *j, const char *json, size_t n)
 	sp_buf_add(j->b, json, n);
 }
 
-void sp_jw_kv_str(struct sp_jw *j, const char *key, const char *s)
-{
-	sp_jw_key(j, key);
-	sp_jw_str(j, s);
-}
-
-void sp_jw_kv_u64(struct sp_jw *j, const char *key, uint64_t v)
-{
-	sp_jw_key(j, key);
-	sp_jw_u64(j, v);
-}
-
-void sp_jw_kv_i64(struct sp_jw *j, const char *key, int64_t v)
-{
-	sp_jw_key(j, key);
-	sp_jw_i64(j, v);
-}
-
-void sp_jw_kv_double(struct sp_jw *j, const char *key, double v)
-{
-	sp_jw_key(j, key);
-	sp_jw_double(j, v);
-}
-
-void sp_jw_kv_bool(struct sp_jw *j, const char *key, bool v)
-{
-	sp_jw_key(j, key);
-	sp_jw_bool(j, v);
-}
+/* sp_jw_kv_TYPE(): the key, then sp_jw_TYPE() of the value. */
+#define KV(type, ctype) \
+	void sp_jw_kv_##type(struct sp_jw *j, const char *key, ctype v) \
+	{ \
+		sp_jw_key(j, key); \
+		sp_jw_##type(j, v); \
+	}
+KV(str, const char *)
+KV(u64, uint64_t)
+KV(i64, int64_t)
+KV(double, double)
+KV(bool, bool)
