@@ -203,12 +203,9 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 		break;
 	}
 	case SP_R_SAMPLE: {
-		uint64_t pid = 0, tid = 0, time = 0, period = 1, stack = UINT64_MAX;
-		sp_map_u64(m, "pid", &pid);
-		sp_map_u64(m, "tid", &tid);
-		sp_map_u64(m, "time", &time);
-		sp_map_u64(m, "period", &period);
-		sp_map_u64(m, "stack", &stack);
+		struct sp_sample_head h;
+		sp_sample_head_read(m, &h);
+		uint64_t pid = h.pid, tid = h.tid, time = h.time, period = h.period, stack = h.stack;
 		const char *comm = sp_u64map_get(&s->procs, pid);
 		fprintf(out, "%s %llu/%llu %llu.%06llu: %llu cpu-clock:\n", comm ? comm : "?",
 			(unsigned long long)pid, (unsigned long long)tid,

@@ -318,12 +318,9 @@ static void set_name(struct sp_fold *f, struct sp_u64map *m, uint64_t id, const 
 
 static int take_sample(struct sp_fold *f, const msgpack_object *m)
 {
-	uint64_t pid = 0, tid = 0, time = 0, period = 1, stack = UINT64_MAX;
-	sp_map_u64(m, "pid", &pid);
-	sp_map_u64(m, "tid", &tid);
-	sp_map_u64(m, "time", &time);
-	sp_map_u64(m, "period", &period);
-	sp_map_u64(m, "stack", &stack);
+	struct sp_sample_head h;
+	sp_sample_head_read(m, &h);
+	uint64_t pid = h.pid, tid = h.tid, time = h.time, period = h.period, stack = h.stack;
 	if (!f->have_start) {
 		f->seg_start = time;
 		f->have_start = true;

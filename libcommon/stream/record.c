@@ -190,3 +190,13 @@ const msgpack_object_array *sp_map_array(const msgpack_object *map,
 		return NULL;
 	return &v->via.array;
 }
+
+void sp_sample_head_read(const msgpack_object *map, struct sp_sample_head *s)
+{
+	*s = (struct sp_sample_head){ .period = 1, .stack = UINT64_MAX };
+	sp_map_u64(map, "pid", &s->pid);
+	sp_map_u64(map, "tid", &s->tid);
+	sp_map_u64(map, "time", &s->time);
+	sp_map_u64(map, "period", &s->period);
+	sp_map_u64(map, "stack", &s->stack);
+}

@@ -270,6 +270,16 @@ bool sp_map_bin(const msgpack_object *map, const char *key,
 const msgpack_object_array *sp_map_array(const msgpack_object *map,
 					 const char *key);
 
+/* What every consumer of a sample record reads first. */
+struct sp_sample_head {
+	uint64_t pid, tid, time;
+	uint64_t period;	/* 1 when absent */
+	uint64_t stack;		/* the interned stack's id; UINT64_MAX when absent */
+};
+
+/* Reads a sample record's head; keys that are absent keep the defaults above. */
+void sp_sample_head_read(const msgpack_object *map, struct sp_sample_head *s);
+
 /* Whether a string object equals a C string. */
 bool sp_obj_str_eq(const msgpack_object *o, const char *s);
 
