@@ -7,6 +7,12 @@ setup() {
 	S=$BATS_TEST_TMPDIR/sym.sps
 }
 
+# A debuginfod server left running by a failed test would keep bats
+# waiting for it.
+teardown() {
+	[ -z "${DPID:-}" ] || kill "$DPID" 2>/dev/null || true
+}
+
 @test "exact names and lines on the reference workload; the stream around them" {
 	symbolized "$S" "$WORKLOADS/spin" 0.5
 	run sp-cat "$S"
@@ -199,7 +205,7 @@ setup() {
 	rm "$w/spin.full"
 	bid=$(readelf -n "$w/spin" | awk '/Build ID/ { print $3 }')
 	port=$((20000 + RANDOM % 20000))
-	debuginfod -F "$w/srv" -p "$port" -d "$w/db.sqlite" > "$w/log" 2>&1 &
+	debuginfod -F "$w/srv" -p "$port" -d "$w/db.sqlite" > "$w/log" 2>&1 3>&- &
 	DPID=$!
 	for i in $(seq 100); do
 		curl -sf -o /dev/null "http://127.0.0.1:$port/buildid/$bid/debuginfo" && break

@@ -17,6 +17,12 @@ setup() {
 	done
 }
 
+# A debuginfod server left running by a failed test would keep bats
+# waiting for it.
+teardown() {
+	[ -z "${DPID:-}" ] || kill "$DPID" 2>/dev/null || true
+}
+
 # run_host PROG ARGS...: runs a program of $W with $W's loader and libraries.
 run_host() {
 	"$W/lib/ld-linux-x86-64.so.2" --library-path "$W/lib" "$@"
@@ -128,7 +134,7 @@ local_fold() {
 	local_names=$(sp-symbolize --kallsyms none "$R.unw" | sp-fold)
 	mv "$W/spin" "$W/spin.gone"
 	port=$((20000 + RANDOM % 20000))
-	debuginfod -F "$A" -p "$port" -d "$BATS_TEST_TMPDIR/db.sqlite" > "$BATS_TEST_TMPDIR/dlog" 2>&1 &
+	debuginfod -F "$A" -p "$port" -d "$BATS_TEST_TMPDIR/db.sqlite" > "$BATS_TEST_TMPDIR/dlog" 2>&1 3>&- &
 	DPID=$!
 	# Wait for the first scan to finish: every archived file served.
 	# (A client that asks too early remembers the miss for minutes.)
