@@ -12,6 +12,18 @@ setup() {
 	cp "$WORKLOADS/spin" "$W/spin"
 }
 
+# same_stacks HERE MOVED SAMPLES: the stream unwound from a module found
+# elsewhere has the stacks and counts of the one unwound with the module in
+# place, most of the SAMPLES complete.  (Not all, nor a fixed share: the
+# samples of start-up in ld.so and of the vDSO unwind as the host's C
+# library and kernel build allow, the same either way.)
+same_stacks() {
+	sp-cat -t stack,unwind "$1" > "$BATS_TEST_TMPDIR/here"
+	sp-cat -t stack,unwind "$2" > "$BATS_TEST_TMPDIR/moved"
+	diff "$BATS_TEST_TMPDIR/here" "$BATS_TEST_TMPDIR/moved"
+	[ "$(unwind_count "$2" complete)" -gt $(($3 / 2)) ]
+}
+
 # build_id FILE: the hex build-id of an ELF file.
 build_id() {
 	local -
@@ -35,23 +47,23 @@ build_id() {
 
 @test "a deleted module unwinds from --module-dir in build-id layout" {
 	sp-capture -q -o "$R" -- "$W/spin" 0.5
+	sp-unwind -o "$U.here" "$R"
 	bid=$(build_id "$W/spin")
 	mkdir -p "$BATS_TEST_TMPDIR/mods/.build-id/${bid:0:2}"
 	mv "$W/spin" "$BATS_TEST_TMPDIR/mods/.build-id/${bid:0:2}/${bid:2}"
 	sp-unwind -o "$U" "$R"
 	[ "$(unwind_count "$U" missing_module)" -gt 0 ]
 	sp-unwind --module-dir /nonexistent --module-dir "$BATS_TEST_TMPDIR/mods" -o "$U" "$R"
-	samples=$(summary "$R" samples)
-	[ "$(sp-cat -t unwind "$U" | jq .complete)" -ge $((samples * 99 / 100)) ]
+	same_stacks "$U.here" "$U" "$(summary "$R" samples)"
 }
 
 @test "--root finds the recorded paths under a copy of the host's files" {
 	sp-capture -q -o "$R" -- "$W/spin" 0.5
+	sp-unwind -o "$U.here" "$R"
 	mkdir -p "$BATS_TEST_TMPDIR/root$W"
 	mv "$W/spin" "$BATS_TEST_TMPDIR/root$W/spin"
 	sp-unwind --root "$BATS_TEST_TMPDIR/root" -o "$U" "$R"
-	samples=$(summary "$R" samples)
-	[ "$(sp-cat -t unwind "$U" | jq .complete)" -ge $((samples * 99 / 100)) ]
+	same_stacks "$U.here" "$U" "$(summary "$R" samples)"
 }
 
 @test "a raw stream split in two and concatenated unwinds the same" {
