@@ -13,8 +13,11 @@
 
 int sp_rec_q_end(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time, size_t start)
 {
-	if (r->qbuf.oom || SP_ALLOC_GROW(r->q, r->nq + 1, r->allocq) < 0)
+	if (r->qbuf.oom || SP_ALLOC_GROW(r->q, r->nq + 1, r->allocq) < 0) {
+		/* Sticky, like a failed add: the next flush reports it. */
+		r->qbuf.oom = 1;
 		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
+	}
 	r->q[r->nq++] = (struct sp_rec_qent){
 		.time = time, .seq = r->seq++, .off = start, .len = r->qbuf.len - start,
 		.kind = kind,

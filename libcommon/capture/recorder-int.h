@@ -32,9 +32,9 @@
  *   sp_ustack_encode().
  * - rings[ci].fd is the fd of one event in events[] (the first opened on
  *   that CPU) or -1; closing that event unmaps the ring.
- * - procs maps a pid to a struct proc it owns; tids holds every thread id
- *   seen (the value is only a marker); ustacks holds the last stack copy
- *   written for each thread.
+ * - procs maps a pid to a struct sp_rec_proc it owns; tids holds every
+ *   thread id seen (the value is only a marker); ustacks holds the last
+ *   stack copy written for each thread; bids owns its entries.
  * - Functions returning int return 0 or -1 with the message in r->err.
  *   Nothing in the layer prints or exits.
  * - stopped_pids (attach.c) is the only global: it is read by
@@ -183,30 +183,44 @@ struct sp_recorder {
 /* CLOCK_MONOTONIC in ns, the clock of the events and of the stream. */
 uint64_t sp_rec_now_ns(void);
 
-/* recorder.c: the process record of pid, added when create is set (NULL
-   when absent or out of memory); notes a thread, true the first time. */
+/* recorder.c */
+
+/* The record of pid; with create, added when absent.  NULL when absent or out of memory. */
 struct sp_rec_proc *sp_rec_proc_get(struct sp_recorder *r, pid_t pid, bool create);
+/* Notes a thread id; true the first time it is seen. */
 bool sp_rec_tid_note(struct sp_recorder *r, pid_t tid);
 
 /* events.c */
+
+/* Opens tid's events on every CPU: 0, 1 when the thread has gone, or -1. */
 int sp_rec_open_thread(struct sp_recorder *r, pid_t pid, pid_t tid, bool on_exec);
+/* The same for every thread of pid without events: 0, 1 when pid has gone, or -1. */
 int sp_rec_open_threads(struct sp_recorder *r, pid_t pid, uint64_t time, bool synth);
 void sp_rec_enable_events(struct sp_recorder *r, size_t from);
 void sp_rec_disable_events(struct sp_recorder *r);
+/* Closes events[from..], unmapping the rings they own. */
 void sp_rec_close_events(struct sp_recorder *r, size_t from);
 void sp_rec_read_format_lost(struct sp_recorder *r);
 
-/* sample.c */
-void sp_rec_handle_sample(struct sp_recorder *r, const unsigned char *rec, size_t size);
-void sp_rec_write_sample(struct sp_recorder *r, const unsigned char *p);
-
 /* ring.c */
+
 size_t sp_rec_ring_pages(const struct sp_recorder *r);
+/* Redirects event fd into CPU ci's ring, mapping it first if need be: 0 or -1. */
 int sp_rec_ring_attach(struct sp_recorder *r, int fd, int ci);
+/* Drains every ring, writes the queue up to limit, flushes: 0 or -1. */
 int sp_rec_drain(struct sp_recorder *r, uint64_t limit);
 void sp_rec_write_event(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p);
 
-/* ordered.c: queueing a record, as the first invariant above says. */
+/* sample.c */
+
+void sp_rec_handle_sample(struct sp_recorder *r, const unsigned char *rec, size_t size);
+void sp_rec_write_sample(struct sp_recorder *r, const unsigned char *p);
+
+/*
+ * ordered.c: queueing a record, as the first invariant says.  A queued
+ * struct may point only to string constants: qbuf moves.  An error (out
+ * of memory) is kept on the handle and returned by the next flush.
+ */
 static inline size_t sp_rec_q_begin(struct sp_recorder *r)
 {
 	return r->qbuf.len;
@@ -217,17 +231,22 @@ static inline void sp_rec_q_add(struct sp_recorder *r, const void *p, size_t n)
 		sp_buf_add(&r->qbuf, p, n);
 }
 int sp_rec_q_end(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time, size_t start);
+/* Writes the records stamped at or before limit: 0, or -1 on a write error. */
 int sp_rec_q_flush(struct sp_recorder *r, uint64_t limit);
 
 /* synthetic.c */
+
+/* Whether a mapping's path names a file (not //anon, [vdso], /memfd:...). */
 bool sp_rec_is_file_path(const char *path);
 int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
 		   const void *keydata);
+/* A mapped file's build-id into id: its length, 0 for none, -1 when unreadable. */
 int sp_rec_build_id(struct sp_recorder *r, const char *path, const char *alt,
 		    uint64_t dev, uint64_t ino, unsigned char *id);
+/* via is a string constant: "exe", "libpython", "parent", "none". */
 void sp_rec_queue_runtime(struct sp_recorder *r, pid_t pid, uint64_t time,
-			 bool cpython, const char *via);
-void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p);
+			  bool cpython, const char *via);
+/* A newly mapped file may make pid a CPython process: a runtime record then. */
 void sp_rec_note_mapping_runtime(struct sp_recorder *r, pid_t pid, const char *path,
 				 uint64_t time);
 
@@ -246,13 +265,11 @@ struct sp_rec_map {
 	bool deleted;
 };
 void sp_rec_queue_map(struct sp_recorder *r, const struct sp_rec_map *m);
-void sp_rec_archive_map(struct sp_recorder *r, pid_t pid, uint64_t time, uint64_t start,
-			uint64_t end, const char *path, const unsigned char *bid, int bidlen,
-			unsigned char *cid, bool *have_cid);
+
 /* An archive record: a file kept in the --archive directory. */
 struct sp_rec_archive {
 	uint64_t time;
-	const char *kind;	/* "module", "perf-map", "kallsyms" */
+	const char *kind;	/* a string constant: "module", "perf-map", "kallsyms" */
 	const char *file;	/* its name in the archive */
 	const char *path;	/* where it was found; NULL: absent */
 	const unsigned char *id;
@@ -263,15 +280,27 @@ struct sp_rec_archive {
 	uint64_t start_time;
 };
 void sp_rec_queue_archive(struct sp_recorder *r, const struct sp_rec_archive *a);
+/*
+ * With --archive, keeps a mapped file in the archive; a file without a
+ * build-id is known by its content id, written to cid (*have_cid says so).
+ */
+void sp_rec_archive_map(struct sp_recorder *r, pid_t pid, uint64_t time, uint64_t start,
+			uint64_t end, const char *path, const unsigned char *bid, int bidlen,
+			unsigned char *cid, bool *have_cid);
 void sp_rec_synth_process(struct sp_recorder *r, pid_t pid, const struct sp_proc_stat *st,
 			  uint64_t time);
 void sp_rec_synth_thread(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t time);
-/* Writes pid's executable mappings; returns why it is CPython, or NULL. */
+/* Queues pid's executable mappings; returns why it is CPython, or NULL. */
 const char *sp_rec_synth_maps(struct sp_recorder *r, pid_t pid, uint64_t time);
+void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p);
 
 /* attach.c */
+
+/* Lets a launched command exec: 0, or -1 when it could not. */
 int sp_rec_release_command(struct sp_recorder *r);
+/* Notes the command's wait status once it has ended. */
 void sp_rec_reap_command(struct sp_recorder *r);
+/* Ends the command if it still runs: SIGTERM, then SIGKILL after 2 s. */
 void sp_rec_end_command(struct sp_recorder *r);
 
 #endif
