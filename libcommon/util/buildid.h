@@ -1,4 +1,4 @@
-/* Reading the GNU build-id note of an ELF file.  Core layer. */
+/* Reading the GNU build-id note of an ELF file.  The util layer. */
 #ifndef SP_BUILDID_H
 #define SP_BUILDID_H
 
