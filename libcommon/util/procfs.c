@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/alloc.h"
 #include "util/procfs.h"
 
 static ssize_t read_file(const char *path, char *buf, size_t len)
@@ -142,29 +143,24 @@ int sp_proc_tasks(pid_t pid, pid_t **tids, size_t *n)
 	DIR *d = opendir(path);
 	if (!d)
 		return -1;
-	size_t cap = 16, k = 0;
-	pid_t *v = malloc(cap * sizeof(*v));
+	size_t alloc = 0, k = 0;
+	pid_t *v = NULL;
 	struct dirent *e;
-	while (v && (e = readdir(d))) {
+	int rc = 0;
+	while (rc == 0 && (e = readdir(d))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
-		if (k == cap) {
-			pid_t *nv = realloc(v, (cap *= 2) * sizeof(*v));
-			if (!nv) {
-				free(v);
-				v = NULL;
-				break;
-			}
-			v = nv;
-		}
-		v[k++] = (pid_t)atoi(e->d_name);
+		if ((rc = SP_ALLOC_GROW(v, k + 1, alloc)) == 0)
+			v[k++] = (pid_t)atoi(e->d_name);
 	}
 	closedir(d);
-	if (!v) {
+	if (rc < 0) {
+		free(v);
 		errno = ENOMEM;
 		return -1;
 	}
-	qsort(v, k, sizeof(*v), cmp_pid);
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_pid);
 	*tids = v;
 	*n = k;
 	return 0;
@@ -206,29 +202,23 @@ int sp_proc_descendants(const pid_t *roots, size_t nroots, pid_t **out, size_t *
 	if (!d)
 		return -1;
 	/* Every process with its parent, then a walk from the roots. */
-	size_t cap = 256, k = 0;
-	struct pp { pid_t pid, ppid; } *all = malloc(cap * sizeof(*all));
+	size_t alloc = 0, k = 0;
+	struct pp { pid_t pid, ppid; } *all = NULL;
 	struct dirent *e;
-	while (all && (e = readdir(d))) {
+	int rc = 0;
+	while (rc == 0 && (e = readdir(d))) {
 		if (!isdigit((unsigned char)e->d_name[0]))
 			continue;
 		struct sp_proc_stat st;
 		if (sp_proc_stat((pid_t)atoi(e->d_name), &st) < 0)
 			continue;
-		if (k == cap) {
-			struct pp *na = realloc(all, (cap *= 2) * sizeof(*all));
-			if (!na) {
-				free(all);
-				all = NULL;
-				break;
-			}
-			all = na;
+		if ((rc = SP_ALLOC_GROW(all, k + 1, alloc)) == 0) {
+			all[k].pid = st.pid;
+			all[k++].ppid = st.ppid;
 		}
-		all[k].pid = st.pid;
-		all[k++].ppid = st.ppid;
 	}
 	closedir(d);
-	pid_t *res = all ? malloc((k + nroots + 1) * sizeof(*res)) : NULL;
+	pid_t *res = rc == 0 ? malloc((k + nroots + 1) * sizeof(*res)) : NULL;
 	if (!res) {
 		free(all);
 		errno = ENOMEM;
