@@ -243,7 +243,7 @@ int main(int argc, char **argv)
 				goto done;
 			}
 			sp_symbolizer_begin_segment(sym, rec.map);
-			sp_pack_derived_header(sp_writer_packer(w), rec.map, SP_STAGE_SYMBOLIZED,
+			sp_pack_derived_header(w, rec.map, SP_STAGE_SYMBOLIZED,
 					       "sp-symbolize", argc, argv);
 			break;
 		}

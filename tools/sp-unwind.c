@@ -471,7 +471,7 @@ int main(int argc, char **argv)
 			st.u = sp_unwinder_new(&st.uo);
 			if (!st.u)
 				sp_die(SP_EXIT_FATAL, "out of memory");
-			sp_pack_derived_header(sp_writer_packer(st.w), rec.map, SP_STAGE_UNWOUND,
+			sp_pack_derived_header(st.w, rec.map, SP_STAGE_UNWOUND,
 					       "sp-unwind", argc, argv);
 			break;
 		}

@@ -210,10 +210,9 @@ int sp_recorder_start(struct sp_recorder *r, int argc, char **argv)
 	sp_mapw_str(&m, "stage", "raw");
 	pk = sp_mapw_key(&m, "tools");
 	msgpack_pack_array(pk, 1);
-	sp_pack_tool(pk, "sp-capture", argc, argv);
-	/* sp_pack_host() packs both the key and the value of one entry. */
-	m.n++;
-	sp_pack_host(sp_writer_packer(r->w));
+	sp_pack_tool(r->w, "sp-capture", argc, argv);
+	sp_mapw_key(&m, "host");
+	sp_pack_host(r->w);
 	pack_options(r, &m);
 	sp_mapw_bool(&m, "kernel_enabled", r->kernel_enabled);
 	pk = sp_mapw_key(&m, "reg_names");

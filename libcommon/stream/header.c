@@ -27,7 +27,7 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void sp_pack_host(msgpack_packer *pk)
+void sp_pack_host(struct sp_writer *w)
 {
 	struct utsname u;
 	char boot_id[64], host[256];
@@ -44,17 +44,18 @@ void sp_pack_host(msgpack_packer *pk)
 	uint64_t rt = clock_ns(CLOCK_REALTIME);
 	uint64_t m1 = clock_ns(CLOCK_MONOTONIC);
 
-	sp_pack_key(pk, "host");
-	msgpack_pack_map(pk, 9);
-	sp_pack_kv_str(pk, "hostname", host);
-	sp_pack_kv_str(pk, "kernel", u.release);
-	sp_pack_kv_str(pk, "boot_id", boot_id);
-	sp_pack_kv_str(pk, "arch", u.machine);
-	sp_pack_kv_u64(pk, "page_size", (uint64_t)sysconf(_SC_PAGESIZE));
-	sp_pack_kv_str(pk, "clock", "monotonic");
-	sp_pack_kv_u64(pk, "clock_id", CLOCK_MONOTONIC);
-	sp_pack_kv_u64(pk, "anchor_clock_ns", m0 + (m1 - m0) / 2);
-	sp_pack_kv_u64(pk, "anchor_realtime_ns", rt);
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "hostname", host);
+	sp_mapw_str(&m, "kernel", u.release);
+	sp_mapw_str(&m, "boot_id", boot_id);
+	sp_mapw_str(&m, "arch", u.machine);
+	sp_mapw_u64(&m, "page_size", (uint64_t)sysconf(_SC_PAGESIZE));
+	sp_mapw_str(&m, "clock", "monotonic");
+	sp_mapw_u64(&m, "clock_id", CLOCK_MONOTONIC);
+	sp_mapw_u64(&m, "anchor_clock_ns", m0 + (m1 - m0) / 2);
+	sp_mapw_u64(&m, "anchor_realtime_ns", rt);
+	sp_mapw_end(&m);
 }
 
 bool sp_header_same_boot(const msgpack_object *hdr)
@@ -68,21 +69,24 @@ bool sp_header_same_boot(const msgpack_object *hdr)
 	       memcmp(b, mine, n) == 0;
 }
 
-void sp_pack_tool(msgpack_packer *pk, const char *name, int argc, char **argv)
+void sp_pack_tool(struct sp_writer *w, const char *name, int argc, char **argv)
 {
-	msgpack_pack_map(pk, 3);
-	sp_pack_kv_str(pk, "name", name);
-	sp_pack_kv_str(pk, "version", SP_VERSION);
-	sp_pack_key(pk, "args");
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "name", name);
+	sp_mapw_str(&m, "version", SP_VERSION);
+	msgpack_packer *pk = sp_mapw_key(&m, "args");
 	msgpack_pack_array(pk, argc > 1 ? (size_t)argc - 1 : 0);
 	for (int i = 1; i < argc; i++)
 		sp_pack_str(pk, argv[i]);
+	sp_mapw_end(&m);
 }
 
-void sp_pack_derived_header(msgpack_packer *pk, const msgpack_object *in,
+void sp_pack_derived_header(struct sp_writer *w, const msgpack_object *in,
 			    enum sp_stage stage, const char *tool,
 			    int argc, char **argv)
 {
+	msgpack_packer *pk = sp_writer_packer(w);
 	const msgpack_object_map *m = &in->via.map;
 	msgpack_pack_map(pk, m->size);
 	for (uint32_t i = 0; i < m->size; i++) {
@@ -94,7 +98,7 @@ void sp_pack_derived_header(msgpack_packer *pk, const msgpack_object *in,
 			msgpack_pack_array(pk, v->via.array.size + 1);
 			for (uint32_t j = 0; j < v->via.array.size; j++)
 				msgpack_pack_object(pk, v->via.array.ptr[j]);
-			sp_pack_tool(pk, tool, argc, argv);
+			sp_pack_tool(w, tool, argc, argv);
 		} else {
 			msgpack_pack_object(pk, *v);
 		}

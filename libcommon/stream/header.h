@@ -14,22 +14,25 @@
 #define SP_VERSION "0.1.0"
 #endif
 
+struct sp_writer;
+
 /*
- * Packs the key "host" and a map describing this machine: hostname,
- * kernel release, boot id, architecture, page size, the stream clock
- * (CLOCK_MONOTONIC) and a wall-clock anchor read at the same instant.
+ * Packs the value of a header's "host" key, a map describing this
+ * machine: hostname, kernel release, boot id, architecture, page size,
+ * the stream clock (CLOCK_MONOTONIC) and a wall-clock anchor read at
+ * the same instant.
  */
-void sp_pack_host(msgpack_packer *pk);
+void sp_pack_host(struct sp_writer *w);
 
 /* Packs one entry of a header's "tools" array for this program. */
-void sp_pack_tool(msgpack_packer *pk, const char *name, int argc, char **argv);
+void sp_pack_tool(struct sp_writer *w, const char *name, int argc, char **argv);
 
 /*
  * Packs a header for the output of a tool that turns a stream at one
  * stage into the next: every key of the input header is copied, "stage"
  * is replaced and the tool is appended to "tools".
  */
-void sp_pack_derived_header(msgpack_packer *pk, const msgpack_object *in,
+void sp_pack_derived_header(struct sp_writer *w, const msgpack_object *in,
 			    enum sp_stage stage, const char *tool,
 			    int argc, char **argv);
 
