@@ -216,16 +216,6 @@ static bool raw_key(const msgpack_object *k)
 	return false;
 }
 
-/* Copies one key and its value of an input record into a map being written. */
-static void copy_kv(struct sp_mapw *out, const msgpack_object_kv *kv)
-{
-	/* The key is a msgpack object, not a C string: counted here, packed as is. */
-	out->n++;
-	msgpack_packer *pk = sp_writer_packer(out->w);
-	msgpack_pack_object(pk, kv->key);
-	msgpack_pack_object(pk, kv->val);
-}
-
 /* Kernel frames, then the user frames; returns how many are in st->frames. */
 static size_t unwind_frames(struct state *st, const msgpack_object *m, uint64_t pid,
 			    const unsigned char *copy, size_t len, bool full, unsigned max_depth)
@@ -306,7 +296,7 @@ static void unwind_sample(struct state *st, const struct sp_record *rec, unsigne
 	const msgpack_object_map *mm = &m->via.map;
 	for (uint32_t i = 0; i < mm->size; i++)
 		if (!raw_key(&mm->ptr[i].key))
-			copy_kv(&out, &mm->ptr[i]);
+			sp_mapw_kv(&out, &mm->ptr[i]);
 	if (n)
 		sp_mapw_u64(&out, "stack", id);
 	sp_mapw_end(&out);

@@ -691,6 +691,13 @@ msgpack_packer *sp_mapw_key(struct sp_mapw *m, const char *key)
 	return &m->w->pk;
 }
 
+void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv)
+{
+	m->n++;
+	msgpack_pack_object(&m->w->pk, kv->key);
+	msgpack_pack_object(&m->w->pk, kv->val);
+}
+
 void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v)
 {
 	msgpack_pack_uint64(sp_mapw_key(m, key), v);

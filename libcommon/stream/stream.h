@@ -180,6 +180,9 @@ void sp_mapw_begin(struct sp_mapw *m, struct sp_writer *w);
 /* Counts one key and packs it; the caller packs its value with the packer returned. */
 msgpack_packer *sp_mapw_key(struct sp_mapw *m, const char *key);
 
+/* Copies one key and its value of a record read (a record passed through in part). */
+void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv);
+
 void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v);
 void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v);
 void sp_mapw_str(struct sp_mapw *m, const char *key, const char *s);
