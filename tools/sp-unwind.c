@@ -22,6 +22,7 @@
 #include "unwind/addrspace.h"
 #include "unwind/arch.h"
 #include "unwind/unwind.h"
+#include "util/modfile.h"
 
 #define DEFAULT_MAX_DEPTH 512
 #define MAX_KERNEL_FRAMES 512
@@ -368,9 +369,10 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *output = NULL, *root = NULL;
-	const char **dirs = NULL;
-	size_t ndirs = 0, max_record = SP_DEFAULT_MAX_RECORD;
+	const char *output = NULL;
+	struct sp_modfile_search ms;
+	sp_modfile_search_init(&ms);
+	size_t max_record = SP_DEFAULT_MAX_RECORD;
 	bool follow = false, fp = true;
 	unsigned max_depth = DEFAULT_MAX_DEPTH;
 	uint64_t v;
@@ -380,11 +382,11 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
-		case ROOT: root = strcmp(optarg, "/") == 0 ? NULL : optarg; break;
+		case ROOT: sp_modfile_search_set_root(&ms, optarg); break;
 		case ARCHIVE:
 		case MODULE_DIR:
-			dirs = sp_xrealloc(dirs, (ndirs + 1) * sizeof(*dirs));
-			dirs[ndirs++] = optarg;
+			if (sp_modfile_search_add_dir(&ms, optarg) < 0)
+				sp_die(SP_EXIT_FATAL, "out of memory");
 			break;
 		case 'f': follow = true; break;
 		case MAX_DEPTH:
@@ -411,8 +413,8 @@ int main(int argc, char **argv)
 	struct state st = { 0 };
 	st.w = sp_writer_new(outfd, output ? output : "-");
 	st.as = sp_addrspaces_new();
-	st.uo = (struct sp_unwind_options){ .root = root, .module_dirs = dirs,
-					    .nmodule_dirs = ndirs, .max_depth = max_depth,
+	st.uo = (struct sp_unwind_options){ .root = ms.root, .module_dirs = ms.dirs,
+					    .nmodule_dirs = ms.ndirs, .max_depth = max_depth,
 					    .fp_fallback = fp };
 	sp_unwind_regmap_native(&st.regs, &sp_arch_x86_64);
 	sp_ustack_cache_init(&st.copies);
@@ -504,7 +506,7 @@ done:
 	sp_hashmap_release(&st.stacks, free_stack);
 	free(st.uframes);
 	free(st.frames);
-	free(dirs);
+	sp_modfile_search_release(&ms);
 	if (infd != STDIN_FILENO)
 		close(infd);
 	return status;

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "util/modfile.h"
@@ -53,23 +52,11 @@ static void setup_elf(struct modstate *ms)
 /* This process's vDSO: the same image as the recording's, in this boot. */
 static bool load_own_vdso(struct modstate *ms)
 {
-	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	if (!base)
+	size_t size;
+	const void *img = sp_vdso_image(&size);
+	if (!img || !(ms->image = malloc(size)))
 		return false;
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
-	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
-		return false;
-	size_t size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-	const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
-	for (int i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > size)
-			size = ph[i].p_offset + ph[i].p_filesz;
-	if (size == 0 || size > (1u << 20))
-		return false;
-	ms->image = malloc(size);
-	if (!ms->image)
-		return false;
-	memcpy(ms->image, (const void *)base, size);
+	memcpy(ms->image, img, size);
 	ms->elf = elf_memory(ms->image, size);
 	return ms->elf != NULL;
 }
