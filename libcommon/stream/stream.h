@@ -141,14 +141,9 @@ bool sp_writer_failed(const struct sp_writer *w);
 /* Bytes accepted so far (written or buffered). */
 uint64_t sp_writer_bytes(const struct sp_writer *w);
 
-/* Packing helpers for the short-string keys the format uses. */
+/* Packs a C string (a key, or a string value). */
 void sp_pack_key(msgpack_packer *pk, const char *key);
 void sp_pack_str(msgpack_packer *pk, const char *s);
-void sp_pack_kv_u64(msgpack_packer *pk, const char *key, uint64_t v);
-void sp_pack_kv_i64(msgpack_packer *pk, const char *key, int64_t v);
-void sp_pack_kv_str(msgpack_packer *pk, const char *key, const char *s);
-void sp_pack_kv_bool(msgpack_packer *pk, const char *key, bool v);
-void sp_pack_kv_bin(msgpack_packer *pk, const char *key, const void *p, size_t len);
 
 /*
  * A record map that counts its own keys, so no packer counts them by

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "unit.h"
+#include "pack.h"
 #include "stream/stream.h"
 
 /* Writes through w into a pipe-less temporary file and reads the bytes back. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "pack.h"
 #include "unit.h"
 #include "stream/record.h"
 #include "stream/stream.h"

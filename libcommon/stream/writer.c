@@ -1,0 +1,270 @@
+/* The stream writer and the self-counting map writer (see stream.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stream/stream.h"
+
+#define WRITE_BUF (256u * 1024)
+
+struct sp_writer {
+	int fd;
+	char *name;
+	char *buf;
+	size_t len;
+	uint64_t bytes;
+	size_t cap;	/* bytes allocated at buf: WRITE_BUF, more while a map is open */
+	unsigned hold;	/* open sp_mapw maps: their bytes stay in buf, unflushed */
+	int err;	/* errno of the first failure, sticky */
+	msgpack_packer pk;
+	char msg[512];
+};
+
+static int write_all(struct sp_writer *w, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(w->fd, p, n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			w->err = errno;
+			snprintf(w->msg, sizeof(w->msg), "write error on '%s': %s",
+				 w->name, strerror(errno));
+			return -1;
+		}
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int sp_writer_flush(struct sp_writer *w)
+{
+	if (w->err) {
+		errno = w->err;
+		return -1;
+	}
+	if (w->len > 0 && write_all(w, w->buf, w->len) < 0) {
+		w->len = 0;
+		errno = w->err;
+		return -1;
+	}
+	w->len = 0;
+	return 0;
+}
+
+/* While a map is open its bytes must stay in the buffer: grow it instead of flushing. */
+static int hold_room(struct sp_writer *w, size_t n)
+{
+	size_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
+	char *nb = realloc(w->buf, cap);
+	if (!nb) {
+		w->err = ENOMEM;
+		snprintf(w->msg, sizeof(w->msg), "cannot buffer a record for '%s': %s",
+			 w->name, strerror(ENOMEM));
+		errno = ENOMEM;
+		return -1;
+	}
+	w->buf = nb;
+	w->cap = cap;
+	return 0;
+}
+
+int sp_writer_raw(struct sp_writer *w, const void *p, size_t n)
+{
+	if (w->err) {
+		errno = w->err;
+		return -1;
+	}
+	if (n > w->cap - w->len) {
+		if (w->hold) {
+			if (hold_room(w, n) < 0)
+				return -1;
+		} else {
+			if (sp_writer_flush(w) < 0)
+				return -1;
+			if (n >= w->cap) {
+				w->bytes += n;
+				return write_all(w, p, n);
+			}
+		}
+	}
+	w->bytes += n;
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+	return 0;
+}
+
+static int packer_write(void *data, const char *buf, size_t len)
+{
+	return sp_writer_raw(data, buf, len) < 0 ? -1 : 0;
+}
+
+struct sp_writer *sp_writer_new(int fd, const char *name)
+{
+	struct sp_writer *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->fd = fd;
+	w->name = strdup(name ? name : "-");
+	w->buf = malloc(WRITE_BUF);
+	w->cap = WRITE_BUF;
+	if (!w->name || !w->buf) {
+		free(w->name);
+		free(w->buf);
+		free(w);
+		return NULL;
+	}
+	msgpack_packer_init(&w->pk, w, packer_write);
+	return w;
+}
+
+int sp_writer_close(struct sp_writer *w)
+{
+	if (!w)
+		return 0;
+	int rc = sp_writer_flush(w);
+	int e = errno;
+	free(w->buf);
+	free(w->name);
+	free(w);
+	errno = e;
+	return rc;
+}
+
+msgpack_packer *sp_writer_packer(struct sp_writer *w)
+{
+	return &w->pk;
+}
+
+const char *sp_writer_error(const struct sp_writer *w)
+{
+	return w->msg;
+}
+
+bool sp_writer_failed(const struct sp_writer *w)
+{
+	return w->err != 0;
+}
+
+uint64_t sp_writer_bytes(const struct sp_writer *w)
+{
+	return w->bytes;
+}
+
+void sp_pack_str(msgpack_packer *pk, const char *s)
+{
+	size_t n = strlen(s);
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+void sp_pack_key(msgpack_packer *pk, const char *key)
+{
+	sp_pack_str(pk, key);
+}
+
+/* The self-counting map writer. */
+
+/* The largest map header: 0xdf and a 32-bit count. */
+#define MAP_HDR_MAX 5
+
+void sp_mapw_begin(struct sp_mapw *m, struct sp_writer *w)
+{
+	static const unsigned char placeholder[MAP_HDR_MAX] = { 0xdf };
+	m->w = w;
+	m->n = 0;
+	w->hold++;
+	m->start = w->len;
+	sp_writer_raw(w, placeholder, sizeof(placeholder));
+}
+
+msgpack_packer *sp_mapw_key(struct sp_mapw *m, const char *key)
+{
+	m->n++;
+	sp_pack_key(&m->w->pk, key);
+	return &m->w->pk;
+}
+
+void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv)
+{
+	m->n++;
+	msgpack_pack_object(&m->w->pk, kv->key);
+	msgpack_pack_object(&m->w->pk, kv->val);
+}
+
+void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v)
+{
+	msgpack_pack_uint64(sp_mapw_key(m, key), v);
+}
+
+void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v)
+{
+	msgpack_pack_int64(sp_mapw_key(m, key), v);
+}
+
+void sp_mapw_str(struct sp_mapw *m, const char *key, const char *s)
+{
+	sp_pack_str(sp_mapw_key(m, key), s);
+}
+
+void sp_mapw_strn(struct sp_mapw *m, const char *key, const char *s, size_t n)
+{
+	msgpack_packer *pk = sp_mapw_key(m, key);
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, s, n);
+}
+
+void sp_mapw_bin(struct sp_mapw *m, const char *key, const void *p, size_t n)
+{
+	msgpack_packer *pk = sp_mapw_key(m, key);
+	msgpack_pack_bin(pk, n);
+	msgpack_pack_bin_body(pk, p, n);
+}
+
+void sp_mapw_bool(struct sp_mapw *m, const char *key, bool v)
+{
+	msgpack_packer *pk = sp_mapw_key(m, key);
+	if (v)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+}
+
+int sp_mapw_end(struct sp_mapw *m)
+{
+	struct sp_writer *w = m->w;
+	w->hold--;
+	if (w->err) {
+		errno = w->err;
+		return -1;
+	}
+	/* The smallest header for the count, as msgpack_pack_map() would write. */
+	unsigned char *h = (unsigned char *)w->buf + m->start;
+	size_t hl;
+	uint32_t n = m->n;
+	if (n < 16) {
+		h[0] = (unsigned char)(0x80 | n);
+		hl = 1;
+	} else if (n < 65536) {
+		h[0] = 0xde;
+		h[1] = (unsigned char)(n >> 8);
+		h[2] = (unsigned char)n;
+		hl = 3;
+	} else {
+		h[1] = (unsigned char)(n >> 24);
+		h[2] = (unsigned char)(n >> 16);
+		h[3] = (unsigned char)(n >> 8);
+		h[4] = (unsigned char)n;
+		hl = MAP_HDR_MAX;
+	}
+	size_t body = w->len - m->start - MAP_HDR_MAX;
+	if (hl < MAP_HDR_MAX) {
+		memmove(h + hl, h + MAP_HDR_MAX, body);
+		w->len -= MAP_HDR_MAX - hl;
+		w->bytes -= MAP_HDR_MAX - hl;
+	}
+	return 0;
+}
