@@ -165,13 +165,11 @@ int main(int argc, char **argv)
 			return sp_bad_option();
 		}
 	}
-	if (argc - optind > 1)
-		sp_usage_error("give at most one input file");
+	const char *input = sp_single_input(argc, argv, optind);
 	if (o.from >= o.to)
 		sp_usage_error("--from must be before --to");
 	if (o.per_thread_dir && mkdir(o.per_thread_dir, 0755) < 0 && errno != EEXIST)
 		sp_die(SP_EXIT_FATAL, "cannot create '%s': %s", o.per_thread_dir, strerror(errno));
-	const char *input = optind < argc ? argv[optind] : NULL;
 
 	int infd = sp_open_input(input);
 	int outfd = sp_open_output(output, o.format == SP_FOLD_PPROF);

@@ -207,9 +207,7 @@ int main(int argc, char **argv)
 		default: return sp_bad_option();
 		}
 	}
-	if (argc - optind > 1)
-		sp_usage_error("give at most one input file");
-	input = optind < argc ? argv[optind] : NULL;
+	input = sp_single_input(argc, argv, optind);
 	if (sp_sym_search_finish(&search) < 0)
 		search_failed(&search);
 

@@ -404,9 +404,7 @@ int main(int argc, char **argv)
 			return sp_bad_option();
 		}
 	}
-	if (argc - optind > 1)
-		sp_usage_error("give at most one input file");
-	const char *input = optind < argc ? argv[optind] : NULL;
+	const char *input = sp_single_input(argc, argv, optind);
 
 	int infd = sp_open_input(input);
 	int outfd = sp_open_output(output, true);

@@ -163,3 +163,10 @@ int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
 	}
 	return SP_EXIT_OK;
 }
+
+const char *sp_single_input(int argc, char **argv, int optind)
+{
+	if (argc - optind > 1)
+		sp_usage_error("give at most one input file");
+	return optind < argc ? argv[optind] : NULL;
+}

@@ -63,6 +63,13 @@ int sp_show_version(void);
 int sp_bad_option(void);
 
 /*
+ * The one input file a stream tool takes after its options: argv[optind],
+ * or NULL (standard input) when there is none.  More than one is a usage
+ * error.
+ */
+const char *sp_single_input(int argc, char **argv, int optind);
+
+/*
  * Parses a whole string as an unsigned decimal number no larger than max.
  * Returns 0, or -1 for garbage, a sign, or a value out of range.
  */
