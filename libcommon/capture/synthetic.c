@@ -158,7 +158,8 @@ void sp_rec_queue_archive(struct sp_recorder *r, const struct sp_rec_archive *a)
 		.idlen = a->idlen > 0 ? a->idlen : 0, .filelen = strlen(a->file),
 		.pathlen = a->path ? strlen(a->path) : 0,
 	};
-	memcpy(q.id, a->id, (size_t)q.idlen);
+	if (q.idlen)	/* a->id may be NULL when there is no identity */
+		memcpy(q.id, a->id, (size_t)q.idlen);
 	size_t s = sp_rec_q_begin(r);
 	sp_rec_q_add(r, &q, sizeof(q));
 	sp_rec_q_add(r, a->file, q.filelen);

@@ -297,7 +297,8 @@ static int take_module(struct sp_fold *f, const msgpack_object *m)
 	sm->bidlen = 0;
 	if (sp_map_bin(m, "build_id", &bid, &bl)) {
 		sm->bidlen = (int)(bl > sizeof(sm->bid) ? sizeof(sm->bid) : bl);
-		memcpy(sm->bid, bid, (size_t)sm->bidlen);
+		if (sm->bidlen)	/* msgpack-c gives an empty bin a NULL pointer */
+			memcpy(sm->bid, bid, (size_t)sm->bidlen);
 	}
 	sm->defined = sm->path != NULL;
 	return 0;
