@@ -31,17 +31,19 @@ static void check(int cond)
 static int parse(const char *text, size_t len, msgpack_sbuffer *sb)
 {
 	msgpack_packer pk;
-	char err[256];
+	struct sp_error err;
 
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	memset(err, 'x', sizeof(err));
-	int rc = sp_json_parse(text, len, &pk, err, sizeof(err));
+	memset(&err, 'x', sizeof(err));
+	int rc = sp_json_parse(text, len, &pk, &err);
 	check(rc == 0 || rc == -1);
-	check(memchr(err, '\0', sizeof(err)) != NULL);
+	check(memchr(err.msg, '\0', sizeof(err.msg)) != NULL);
 	if (rc < 0)
-		check(sb->size == 0 && strncmp(err, "column ", 7) == 0);
+		check(sb->size == 0 && strncmp(err.msg, "column ", 7) == 0 &&
+		      (err.code == SP_ERR_BAD_INPUT || err.code == SP_ERR_LIMIT ||
+		       err.code == SP_ERR_NOMEM));
 	else
-		check(sb->size > 0 && err[0] == '\0');
+		check(sb->size > 0 && err.code == SP_ERR_OK && err.msg[0] == '\0');
 	return rc;
 }
 

@@ -208,12 +208,12 @@ static void json_round_trip(const msgpack_object *o, struct sp_buf *json,
 			    msgpack_sbuffer *out)
 {
 	msgpack_packer pk;
-	char err[256];
+	struct sp_error err;
 
 	check(sp_json_render(o, json) == 0);
 	check(json->len > 0 && strlen(json->p) == json->len);
 	msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
-	check(sp_json_parse(json->p, json->len, &pk, err, sizeof(err)) == 0);
+	check(sp_json_parse(json->p, json->len, &pk, &err) == 0);
 }
 
 static void check_record(struct sp_reader *r, const struct sp_record *rec,

@@ -347,7 +347,7 @@ static int json_to_stream(const char *path, struct sp_writer *w)
 	bool eof = false;
 	unsigned long lineno = 0, records = 0;
 	int status = SP_EXIT_OK, got;
-	char err[256];
+	struct sp_error err;
 
 	while ((got = read_line(fd, &in, &pos, &line, &eof)) > 0) {
 		lineno++;
@@ -356,9 +356,9 @@ static int json_to_stream(const char *path, struct sp_writer *w)
 			n--;
 		if (n == 0)
 			continue;
-		if (sp_json_parse(line.p, n, sp_writer_packer(w), err, sizeof(err)) < 0) {
+		if (sp_json_parse(line.p, n, sp_writer_packer(w), &err) < 0) {
 			sp_warn("'%s': line %lu: %s (the %lu records before it were written)",
-				name, lineno, err, records);
+				name, lineno, sp_error_message(&err), records);
 			status = SP_EXIT_PARTIAL;
 			break;
 		}

@@ -11,23 +11,15 @@
 
 #include "capture/archive.h"
 #include "util/buildid.h"
+#include "util/error.h"
 #include "util/modfile.h"
 #include "util/sha1.h"
 
 struct sp_archive {
 	char *dir;
-	char err[512];
+	struct sp_error err;
 };
 
-static int fail(struct sp_archive *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(struct sp_archive *a, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(a->err, sizeof(a->err), fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* mkdir -p for the directories of path (not its last component). */
 static int make_parents(const char *path)
@@ -73,7 +65,7 @@ void sp_archive_free(struct sp_archive *a)
 
 const char *sp_archive_error(const struct sp_archive *a)
 {
-	return a->err;
+	return sp_error_message(&a->err);
 }
 
 const char *sp_archive_dir(const struct sp_archive *a)
@@ -115,12 +107,12 @@ static int copy_to(struct sp_archive *a, int fd, const char *dst, mode_t mode)
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp%d", dst, (int)getpid());
 	if (make_parents(dst) < 0)
-		return fail(a, "cannot create the directories of '%s': %s", dst, strerror(errno));
+		return sp_error_errno(&a->err, "cannot create the directories of '%s'", dst);
 	/* A fresh file: a planted symlink or file under that name is not written through. */
 	unlink(tmp);
 	int out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (out < 0)
-		return fail(a, "cannot create '%s': %s", tmp, strerror(errno));
+		return sp_error_errno(&a->err, "cannot create '%s'", tmp);
 	char buf[65536];
 	ssize_t n;
 	lseek(fd, 0, SEEK_SET);
@@ -131,14 +123,14 @@ static int copy_to(struct sp_archive *a, int fd, const char *dst, mode_t mode)
 				int e = errno;
 				close(out);
 				unlink(tmp);
-				return fail(a, "cannot write '%s': %s", tmp, strerror(e));
+				return (errno = e, sp_error_errno(&a->err, "cannot write '%s'", tmp));
 			}
 			off += w;
 		}
 	if (n < 0 || close(out) < 0 || rename(tmp, dst) < 0) {
 		int e = errno;
 		unlink(tmp);
-		return fail(a, "cannot archive '%s': %s", dst, strerror(e));
+		return (errno = e, sp_error_errno(&a->err, "cannot archive '%s'", dst));
 	}
 	return 0;
 }
@@ -149,7 +141,8 @@ int sp_archive_module(struct sp_archive *a, pid_t pid, uint64_t start, uint64_t 
 {
 	*debug = false;
 	if (idlen < 2)
-		return fail(a, "'%s' has no identity to archive it under", path);
+		return sp_error_set(&a->err, SP_ERR_NOT_FOUND,
+				    "'%s' has no identity to archive it under", path);
 	char dst[4096];
 	sp_build_id_path_in(a->dir, id, idlen, "", dst, sizeof(dst));
 	snprintf(rel, rellen, "%s", dst + strlen(a->dir) + 1);
@@ -158,13 +151,14 @@ int sp_archive_module(struct sp_archive *a, pid_t pid, uint64_t start, uint64_t 
 		return 0;	/* nothing is stored twice */
 	int fd = open_mapped(pid, start, end, path);
 	if (fd < 0)
-		return fail(a, "cannot read the mapped file '%s': %s", path, strerror(errno));
+		return sp_error_errno(&a->err, "cannot read the mapped file '%s'", path);
 	/* The copy must be the file that was sampled. */
 	unsigned char got[SP_BUILD_ID_MAX];
 	int n = content ? (sp_sha1_fd(fd, got) == 0 ? 20 : -1) : sp_build_id_fd(fd, got);
 	if (n != idlen || memcmp(got, id, (size_t)idlen) != 0) {
 		close(fd);
-		return fail(a, "'%s' is not the file that was mapped (its identity differs)", path);
+		return sp_error_set(&a->err, SP_ERR_MISMATCH,
+				    "'%s' is not the file that was mapped (its identity differs)", path);
 	}
 	int rc = copy_to(a, fd, dst, 0644);
 	close(fd);
@@ -187,12 +181,13 @@ int sp_archive_copy(struct sp_archive *a, const char *src, const char *rel, mode
 {
 	int fd = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
-		return fail(a, "cannot read '%s': %s", src, strerror(errno));
+		return sp_error_errno(&a->err, "cannot read '%s'", src);
 	struct stat sb;
 	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode) ||
 	    (owner_check && ((sb.st_uid != 0 && sb.st_uid != uid) || (sb.st_mode & S_IWOTH)))) {
 		close(fd);
-		return fail(a, "'%s' is not a regular file of root or the process's user", src);
+		return sp_error_set(&a->err, SP_ERR_PERMISSION,
+				    "'%s' is not a regular file of root or the process's user", src);
 	}
 	char dst[4096];
 	snprintf(dst, sizeof(dst), "%s/%s", a->dir, rel);

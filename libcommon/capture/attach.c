@@ -1,5 +1,5 @@
 /*
- * Targets (recorder-int.h): attaching to running processes (stopped with
+ * Targets (internal.h): attaching to running processes (stopped with
  * SIGSTOP while their events open and their state is read, unless told
  * not to), launching a command held before exec until the events are
  * open, and ending it.
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture/recorder-int.h"
+#include "capture/internal.h"
 #include "util/alloc.h"
 
 #define MAX_STOPPED 4096

@@ -1,5 +1,5 @@
 /*
- * Perf events (recorder-int.h): one software CPU-clock event per (thread,
+ * Perf events (internal.h): one software CPU-clock event per (thread,
  * CPU), because the kernel refuses mmap() of an inherited per-task event
  * with cpu == -1.  Each event is redirected into its CPU's ring (ring.c).
  */
@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture/recorder-int.h"
+#include "capture/internal.h"
 #include "util/alloc.h"
 #include "util/procfs.h"
 

@@ -1,5 +1,5 @@
 /*
- * The queue (recorder-int.h): records converted from every ring, written
+ * The queue (internal.h): records converted from every ring, written
  * in time order.  The kernel orders the records of one ring, not those of
  * different CPUs, and a sample must follow the mmap or fork that explains
  * it: so a drain converts everything, then writes only what is stamped
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture/recorder-int.h"
+#include "capture/internal.h"
 #include "util/alloc.h"
 
 int sp_rec_q_end(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time, size_t start)

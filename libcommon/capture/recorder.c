@@ -1,7 +1,7 @@
 /*
  * The recorder (recorder.h): the handle, the header, the polling loop and
  * the summary.  How the work is divided among the layer's files, and the
- * rules they share, is told in recorder-int.h.
+ * rules they share, is told in internal.h.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture/recorder-int.h"
+#include "capture/internal.h"
 #include "stream/header.h"
 
 #if defined(__x86_64__)

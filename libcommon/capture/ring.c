@@ -1,5 +1,5 @@
 /*
- * Ring buffers (recorder-int.h): one per CPU, shared by every event of
+ * Ring buffers (internal.h): one per CPU, shared by every event of
  * that CPU through PERF_EVENT_IOC_SET_OUTPUT.  A drain copies each
  * complete record out of each ring and converts it into a queued record
  * (samples in sample.c); the queue writes them in time order.
@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "capture/recorder-int.h"
+#include "capture/internal.h"
 
 /* The pages of each CPU's ring (a power of two, without the control page). */
 size_t sp_rec_ring_pages(const struct sp_recorder *r)

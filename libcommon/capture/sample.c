@@ -1,5 +1,5 @@
 /*
- * Samples (recorder-int.h): a PERF_RECORD_SAMPLE is checked and kept in
+ * Samples (internal.h): a PERF_RECORD_SAMPLE is checked and kept in
  * the queue as it came; when its turn comes it is written as a sample
  * record whose stack copy shares its tail with the thread's previous one
  * (stream/ustack.h).
@@ -7,7 +7,7 @@
 #include <linux/perf_event.h>
 #include <string.h>
 
-#include "capture/recorder-int.h"
+#include "capture/internal.h"
 
 /* A sample as the queue keeps it, followed by regs, kernel ips, stack. */
 struct pending_sample {
@@ -15,6 +15,31 @@ struct pending_sample {
 	uint64_t time, period, abi, nregs, nk, dyn;
 	bool full, kernel;
 };
+
+/*
+ * The kernel entries of a sample's callchain (nr addresses at ips), the
+ * context markers dropped: returns their number, and queues each when
+ * queue is set.  When user is set, the user entries are counted there.
+ */
+static uint64_t kernel_entries(struct sp_recorder *r, const unsigned char *ips, uint64_t nr,
+			       bool queue, uint64_t *user)
+{
+	uint64_t n = 0, ctx = 0;
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t ip;
+		memcpy(&ip, ips + i * 8, 8);
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip;
+		} else if (ctx == (uint64_t)PERF_CONTEXT_KERNEL) {
+			n++;
+			if (queue)
+				sp_rec_q_add(r, &ip, 8);
+		} else if (ctx == (uint64_t)PERF_CONTEXT_USER && user) {
+			(*user)++;
+		}
+	}
+	return n;
+}
 
 /*
  * The fields follow sample_type's bit order: TID, TIME, CPU, PERIOD,
@@ -74,17 +99,7 @@ void sp_rec_handle_sample(struct sp_recorder *r, const unsigned char *rec, size_
 		return;
 	}
 	/* Kernel entries only: markers dropped, user entries counted. */
-	uint64_t kframes = 0, ctx = 0;
-	for (uint64_t i = 0; i < nr; i++) {
-		uint64_t ip;
-		memcpy(&ip, ips + i * 8, 8);
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
-			ctx = ip;
-		else if (ctx == (uint64_t)PERF_CONTEXT_KERNEL)
-			kframes++;
-		else if (ctx == (uint64_t)PERF_CONTEXT_USER)
-			r->ignored_user++;
-	}
+	uint64_t kframes = kernel_entries(r, ips, nr, false, &r->ignored_user);
 	if (!abi)
 		r->errors[SP_E_NO_USER_REGS]++;
 	if (!abi && kframes == 0) {
@@ -108,15 +123,7 @@ void sp_rec_handle_sample(struct sp_recorder *r, const unsigned char *rec, size_
 	sp_rec_q_add(r, &ps, sizeof(ps));
 	if (abi)
 		sp_rec_q_add(r, regs, SP_REC_NREGS * 8);
-	ctx = 0;
-	for (uint64_t i = 0; i < nr; i++) {
-		uint64_t ip;
-		memcpy(&ip, ips + i * 8, 8);
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
-			ctx = ip;
-		else if (ctx == (uint64_t)PERF_CONTEXT_KERNEL)
-			sp_rec_q_add(r, &ip, 8);
-	}
+	kernel_entries(r, ips, nr, true, NULL);
 	if (dyn)
 		sp_rec_q_add(r, stack, dyn);
 	if (sp_rec_q_end(r, SP_REC_SAMPLE, time, s) == 0)

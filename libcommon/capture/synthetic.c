@@ -1,5 +1,5 @@
 /*
- * Synthesized records (recorder-int.h): what a process already was when
+ * Synthesized records (internal.h): what a process already was when
  * the recording began, read from /proc (process, thread and map records,
  * as perf's synthetic events), and the records both this path and the
  * kernel's side-band records write: map, runtime and archive.  Build-ids
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "capture/recorder-int.h"
+#include "capture/internal.h"
 
 /* Whether a mapping's path names a file (not //anon, [vdso], ...). */
 bool sp_rec_is_file_path(const char *path)

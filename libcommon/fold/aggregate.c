@@ -1,13 +1,13 @@
 /*
  * Aggregation: the distinct display frames, the distinct stacks of them,
  * the threads and the per-(thread, stack) counts that every output is
- * made from (see fold_internal.h).
+ * made from (see internal.h).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fold/fold_internal.h"
+#include "fold/internal.h"
 #include "util/alloc.h"
 
 /* A display frame in frame_map: the key is what makes frames distinct. */

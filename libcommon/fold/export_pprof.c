@@ -17,7 +17,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "fold/fold_internal.h"
+#include "fold/internal.h"
 #include "util/alloc.h"
 #include "util/hashmap.h"
 #include "util/strbuf.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fold/fold_internal.h"
+#include "fold/internal.h"
 #include "util/jsonw.h"
 #include "util/utf8.h"
 

@@ -1,7 +1,7 @@
 /* Which samples count: sp-fold's --only-pid, --only-tid, --only-comm, --from and --to. */
 #include <string.h>
 
-#include "fold/fold_internal.h"
+#include "fold/internal.h"
 
 static bool listed_u64(const uint64_t *v, size_t n, uint64_t x)
 {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fold/fold_internal.h"
+#include "fold/internal.h"
 #include "util/alloc.h"
 #include "util/strbuf.h"
 

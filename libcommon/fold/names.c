@@ -1,7 +1,7 @@
-/* How the outputs spell names (see fold_internal.h). */
+/* How the outputs spell names (see internal.h). */
 #include <stdio.h>
 
-#include "fold/fold_internal.h"
+#include "fold/internal.h"
 
 void fold_shown_name(char *buf, size_t len, const char *name, size_t n, const char *suffix)
 {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <msgpack.h>
 
+#include "util/error.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -25,10 +26,10 @@ int sp_json_render(const msgpack_object *o, struct sp_buf *b);
 /*
  * Parses one JSON text of len bytes (one line of sp-cat output) and packs
  * the MessagePack value it renders into pk.  Nothing is packed unless the
- * whole text is valid.  Returns 0, or -1 with a message in err naming the
- * column (1-based byte position) of the fault.
+ * whole text is valid.  Returns 0, or -1 with err set: a message naming
+ * the column (1-based byte position) of the fault, and the code
+ * SP_ERR_BAD_INPUT, SP_ERR_LIMIT (nesting) or SP_ERR_NOMEM.
  */
-int sp_json_parse(const char *text, size_t len, msgpack_packer *pk,
-		  char *err, size_t errlen);
+int sp_json_parse(const char *text, size_t len, msgpack_packer *pk, struct sp_error *err);
 
 #endif

@@ -40,32 +40,34 @@ struct jparser {
 	struct jnode *nodes;
 	size_t nnodes, allocnodes;
 	struct sp_buf data;	/* decoded strings and binary */
-	char *err;
-	size_t errlen;
+	struct sp_error *err;
 	bool failed;
 };
 
-static int jfail(struct jparser *p, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+static int jfail_code(struct jparser *p, enum sp_err code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
-static int jfail(struct jparser *p, const char *fmt, ...)
+/* Records the first fault, at the current column; returns -1. */
+static int jfail_code(struct jparser *p, enum sp_err code, const char *fmt, ...)
 {
 	if (p->failed)
 		return -1;
 	p->failed = true;
-	int k = snprintf(p->err, p->errlen, "column %zu: ", p->pos + 1);
+	char why[300];
 	va_list ap;
 	va_start(ap, fmt);
-	if (k > 0 && (size_t)k < p->errlen)
-		vsnprintf(p->err + k, p->errlen - (size_t)k, fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	return -1;
+	return sp_error_set(p->err, code, "column %zu: %s", p->pos + 1, why);
 }
+
+/* A fault of the text itself. */
+#define jfail(p, ...) jfail_code((p), SP_ERR_BAD_INPUT, __VA_ARGS__)
 
 static long jnew(struct jparser *p, enum jkind kind)
 {
 	if (SP_ALLOC_GROW(p->nodes, p->nnodes + 1, p->allocnodes) < 0)
-		return jfail(p, "out of memory");
+		return jfail_code(p, SP_ERR_NOMEM, "out of memory");
 	struct jnode *j = &p->nodes[p->nnodes];
 	memset(j, 0, sizeof(*j));
 	j->kind = kind;
@@ -219,7 +221,7 @@ static int jstring(struct jparser *p, size_t *off, size_t *len)
 		}
 	}
 	if (p->data.oom)
-		return jfail(p, "out of memory");
+		return jfail_code(p, SP_ERR_NOMEM, "out of memory");
 	*len = p->data.len - *off;
 	return 0;
 }
@@ -428,7 +430,7 @@ static long jspecial(struct jparser *p, size_t koff, size_t klen, int depth)
 static long jvalue(struct jparser *p, int depth)
 {
 	if (depth > SP_JSON_MAX_DEPTH)
-		return jfail(p, "nesting deeper than %d", SP_JSON_MAX_DEPTH);
+		return jfail_code(p, SP_ERR_LIMIT, "nesting deeper than %d", SP_JSON_MAX_DEPTH);
 	jws(p);
 	if (p->pos >= p->n)
 		return jfail(p, "expected a value");
@@ -549,13 +551,11 @@ static void jpack(struct jparser *p, long id, msgpack_packer *pk)
 	}
 }
 
-int sp_json_parse(const char *text, size_t len, msgpack_packer *pk,
-		  char *err, size_t errlen)
+int sp_json_parse(const char *text, size_t len, msgpack_packer *pk, struct sp_error *err)
 {
-	struct jparser p = { .s = text, .n = len, .err = err, .errlen = errlen };
+	struct jparser p = { .s = text, .n = len, .err = err };
 	sp_buf_init(&p.data);
-	if (errlen)
-		err[0] = '\0';
+	sp_error_clear(err);
 	long root = jvalue(&p, 0);
 	if (root >= 0) {
 		jws(&p);
@@ -563,7 +563,7 @@ int sp_json_parse(const char *text, size_t len, msgpack_packer *pk,
 			root = jfail(&p, "unexpected text after the value");
 	}
 	if (root >= 0 && p.data.oom)
-		root = jfail(&p, "out of memory");
+		root = jfail_code(&p, SP_ERR_NOMEM, "out of memory");
 	if (root >= 0)
 		jpack(&p, root, pk);
 	free(p.nodes);

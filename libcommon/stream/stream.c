@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "stream/stream.h"
+#include "util/error.h"
 
 #define READ_CHUNK (256u * 1024)
 
@@ -32,21 +33,22 @@ struct sp_reader {
 	msgpack_zone hdr_zone;
 	msgpack_object hdr_obj;
 	struct sp_header hdr;
-	char err[512];
+	struct sp_error err;
 };
 
-static void reader_fail(struct sp_reader *r, uint64_t offset, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+static void reader_fail(struct sp_reader *r, uint64_t offset, enum sp_err code,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static void reader_fail(struct sp_reader *r, uint64_t offset, const char *fmt, ...)
+static void reader_fail(struct sp_reader *r, uint64_t offset, enum sp_err code,
+			const char *fmt, ...)
 {
-	int n = snprintf(r->err, sizeof(r->err), "byte offset %" PRIu64
-			 ", record %" PRIu64 ": ", offset, r->records);
+	char why[400];
 	va_list ap;
 	va_start(ap, fmt);
-	if (n > 0 && (size_t)n < sizeof(r->err))
-		vsnprintf(r->err + n, sizeof(r->err) - (size_t)n, fmt, ap);
+	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	sp_error_set(&r->err, code, "byte offset %" PRIu64 ", record %" PRIu64 ": %s",
+		     offset, r->records, why);
 	r->failed = true;
 }
 
@@ -100,7 +102,7 @@ void sp_reader_set_follow(struct sp_reader *r, volatile int *stop, int poll_ms)
 
 const char *sp_reader_error(const struct sp_reader *r)
 {
-	return r->err;
+	return sp_error_message(&r->err);
 }
 
 uint64_t sp_reader_offset(const struct sp_reader *r)
@@ -143,7 +145,7 @@ static int reader_fill(struct sp_reader *r)
 			return 0;	/* caller reports the size limit */
 		unsigned char *nb = realloc(r->buf, ncap);
 		if (!nb) {
-			reader_fail(r, sp_reader_offset(r), "out of memory");
+			reader_fail(r, sp_reader_offset(r), SP_ERR_NOMEM, "out of memory");
 			return -1;
 		}
 		r->buf = nb;
@@ -156,7 +158,7 @@ static int reader_fill(struct sp_reader *r)
 			return 1;
 		}
 		if (n < 0 && errno != EINTR) {
-			reader_fail(r, sp_reader_offset(r), "read error: %s",
+			reader_fail(r, sp_reader_offset(r), SP_ERR_ERRNO, "read error: %s",
 				    strerror(errno));
 			return -1;
 		}
@@ -208,19 +210,19 @@ static int reader_take_header(struct sp_reader *r, const struct sp_record *rec)
 
 	sp_map_str(m, "format", &s, &n);
 	if (n != strlen(SP_FORMAT_NAME) || memcmp(s, SP_FORMAT_NAME, n) != 0) {
-		reader_fail(r, rec->offset, "foreign format '%.*s' (expected '%s')",
+		reader_fail(r, rec->offset, SP_ERR_UNSUPPORTED, "foreign format '%.*s' (expected '%s')",
 			    (int)(n > 64 ? 64 : n), s, SP_FORMAT_NAME);
 		return -1;
 	}
 	const msgpack_object_array *v = sp_map_array(m, "version");
 	if (v->size < 2 || v->ptr[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
 	    v->ptr[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER) {
-		reader_fail(r, rec->offset, "header 'version' is not [major, minor]");
+		reader_fail(r, rec->offset, SP_ERR_BAD_INPUT, "header 'version' is not [major, minor]");
 		return -1;
 	}
 	uint64_t major = v->ptr[0].via.u64, minor = v->ptr[1].via.u64;
 	if (major != SP_FORMAT_MAJOR) {
-		reader_fail(r, rec->offset, "stream format version %" PRIu64 ".%" PRIu64
+		reader_fail(r, rec->offset, SP_ERR_UNSUPPORTED, "stream format version %" PRIu64 ".%" PRIu64
 			    " is not supported (this reader knows version %d.x)",
 			    major, minor, SP_FORMAT_MAJOR);
 		return -1;
@@ -233,14 +235,14 @@ static int reader_take_header(struct sp_reader *r, const struct sp_record *rec)
 	else if (n == 10 && !memcmp(s, "symbolized", 10))
 		stage = SP_STAGE_SYMBOLIZED;
 	else {
-		reader_fail(r, rec->offset, "unknown stage '%.*s' in header",
+		reader_fail(r, rec->offset, SP_ERR_BAD_INPUT, "unknown stage '%.*s' in header",
 			    (int)(n > 64 ? 64 : n), s);
 		return -1;
 	}
 
 	char *copy = malloc(rec->raw_len);
 	if (!copy) {
-		reader_fail(r, rec->offset, "out of memory");
+		reader_fail(r, rec->offset, SP_ERR_NOMEM, "out of memory");
 		return -1;
 	}
 	memcpy(copy, rec->raw, rec->raw_len);
@@ -248,7 +250,7 @@ static int reader_take_header(struct sp_reader *r, const struct sp_record *rec)
 	size_t off = 0;
 	if (msgpack_unpack(copy, rec->raw_len, &off, &r->hdr_zone, &r->hdr_obj) < 0) {
 		free(copy);
-		reader_fail(r, rec->offset, "out of memory");
+		reader_fail(r, rec->offset, SP_ERR_NOMEM, "out of memory");
 		return -1;
 	}
 	free(r->hdr_raw);
@@ -276,10 +278,10 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 			unsigned char b = r->buf[r->start];
 			if (r->records == 0 && avail >= 8 &&
 			    memcmp(r->buf + r->start, "PERFILE2", 8) == 0)
-				reader_fail(r, sp_reader_offset(r),
+				reader_fail(r, sp_reader_offset(r), SP_ERR_UNSUPPORTED,
 					    "this is a perf.data file, not a stackpulse stream");
 			else
-				reader_fail(r, sp_reader_offset(r),
+				reader_fail(r, sp_reader_offset(r), SP_ERR_BAD_INPUT,
 					    "expected a record (a MessagePack map), found %s (byte 0x%02x)%s",
 					    first_byte_kind(b), b,
 					    r->records == 0 ? ": not a stackpulse stream" : "");
@@ -288,13 +290,13 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 		len = avail ? sp_msgpack_frame(r->buf + r->start, avail,
 					       SP_MAX_DEPTH, &why) : 0;
 		if (len < 0) {
-			reader_fail(r, sp_reader_offset(r), "malformed record: %s", why);
+			reader_fail(r, sp_reader_offset(r), SP_ERR_BAD_INPUT, "malformed record: %s", why);
 			return SP_READ_ERROR;
 		}
 		if (len > 0)
 			break;
 		if (avail >= r->max_record) {
-			reader_fail(r, sp_reader_offset(r),
+			reader_fail(r, sp_reader_offset(r), SP_ERR_LIMIT,
 				    "record larger than the limit of %zu bytes", r->max_record);
 			return SP_READ_ERROR;
 		}
@@ -303,7 +305,7 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 			return SP_READ_ERROR;
 		if (f == 0) {
 			if (r->end - r->start >= r->max_record) {
-				reader_fail(r, sp_reader_offset(r),
+				reader_fail(r, sp_reader_offset(r), SP_ERR_LIMIT,
 					    "record larger than the limit of %zu bytes",
 					    r->max_record);
 				return SP_READ_ERROR;
@@ -312,14 +314,14 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 				r->eof = true;
 				return SP_READ_END;
 			}
-			reader_fail(r, sp_reader_offset(r),
+			reader_fail(r, sp_reader_offset(r), SP_ERR_BAD_INPUT,
 				    "stream ends inside a record (%zu bytes of an incomplete record)",
 				    r->end - r->start);
 			return SP_READ_ERROR;
 		}
 	}
 	if ((size_t)len > r->max_record) {
-		reader_fail(r, sp_reader_offset(r),
+		reader_fail(r, sp_reader_offset(r), SP_ERR_LIMIT,
 			    "record of %ld bytes is larger than the limit of %zu bytes",
 			    len, r->max_record);
 		return SP_READ_ERROR;
@@ -328,7 +330,7 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 	const char *raw = (const char *)r->buf + r->start;
 	size_t off = 0;
 	if (msgpack_unpack(raw, (size_t)len, &off, &r->zone, &r->obj) < 0) {
-		reader_fail(r, sp_reader_offset(r), "out of memory decoding a record");
+		reader_fail(r, sp_reader_offset(r), SP_ERR_NOMEM, "out of memory decoding a record");
 		return SP_READ_ERROR;
 	}
 	memset(rec, 0, sizeof(*rec));
@@ -340,7 +342,7 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 
 	const msgpack_object *t = sp_map_get(rec->map, "t");
 	if (!t || t->type != MSGPACK_OBJECT_STR) {
-		reader_fail(r, rec->offset, t ? "record type key 't' is not a string"
+		reader_fail(r, rec->offset, SP_ERR_BAD_INPUT, t ? "record type key 't' is not a string"
 					      : "record has no type key 't'");
 		return SP_READ_ERROR;
 	}
@@ -350,7 +352,7 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 	const char *key = NULL;
 	if (rec->type != SP_R_UNKNOWN &&
 	    sp_record_validate(rec->type, rec->map, &why, &key) < 0) {
-		reader_fail(r, rec->offset, "%s record: %s '%s'",
+		reader_fail(r, rec->offset, SP_ERR_BAD_INPUT, "%s record: %s '%s'",
 			    sp_rtype_name(rec->type), why, key);
 		return SP_READ_ERROR;
 	}
@@ -358,7 +360,7 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 		if (reader_take_header(r, rec) < 0)
 			return SP_READ_ERROR;
 	} else if (!r->have_header) {
-		reader_fail(r, rec->offset,
+		reader_fail(r, rec->offset, SP_ERR_BAD_INPUT,
 			    "stream does not start with a header record (found '%.*s')",
 			    (int)(rec->type_len > 64 ? 64 : rec->type_len), rec->type_name);
 		return SP_READ_ERROR;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "stream/stream.h"
+#include "util/error.h"
 
 #define WRITE_BUF (256u * 1024)
 
@@ -19,7 +20,7 @@ struct sp_writer {
 	unsigned hold;	/* open sp_mapw maps: their bytes stay in buf, unflushed */
 	int err;	/* errno of the first failure, sticky */
 	msgpack_packer pk;
-	char msg[512];
+	struct sp_error error;
 };
 
 static int write_all(struct sp_writer *w, const char *p, size_t n)
@@ -30,9 +31,7 @@ static int write_all(struct sp_writer *w, const char *p, size_t n)
 			if (errno == EINTR)
 				continue;
 			w->err = errno;
-			snprintf(w->msg, sizeof(w->msg), "write error on '%s': %s",
-				 w->name, strerror(errno));
-			return -1;
+			return sp_error_errno(&w->error, "write error on '%s'", w->name);
 		}
 		p += k;
 		n -= (size_t)k;
@@ -61,11 +60,8 @@ static int hold_room(struct sp_writer *w, size_t n)
 	size_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
 	char *nb = realloc(w->buf, cap);
 	if (!nb) {
-		w->err = ENOMEM;
-		snprintf(w->msg, sizeof(w->msg), "cannot buffer a record for '%s': %s",
-			 w->name, strerror(ENOMEM));
-		errno = ENOMEM;
-		return -1;
+		w->err = errno = ENOMEM;
+		return sp_error_errno(&w->error, "cannot buffer a record for '%s'", w->name);
 	}
 	w->buf = nb;
 	w->cap = cap;
@@ -141,7 +137,7 @@ msgpack_packer *sp_writer_packer(struct sp_writer *w)
 
 const char *sp_writer_error(const struct sp_writer *w)
 {
-	return w->msg;
+	return w->err ? sp_error_message(&w->error) : "";
 }
 
 bool sp_writer_failed(const struct sp_writer *w)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "unit.h"
-#include "capture/recorder-int.h"
+#include "capture/internal.h"
 #include "stream/stream.h"
 #include "stream/ustack.h"
 

@@ -24,13 +24,13 @@ struct records {
 
 static void add(struct records *r, const char *json)
 {
-	char err[128];
+	struct sp_error err;
 	msgpack_packer pk;
 	SP_CHECK(r->n < 1024);
 	msgpack_sbuffer *sb = &r->sb[r->n];
 	msgpack_sbuffer_init(sb);
 	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-	SP_CHECK(sp_json_parse(json, strlen(json), &pk, err, sizeof(err)) == 0);
+	SP_CHECK(sp_json_parse(json, strlen(json), &pk, &err) == 0);
 	msgpack_unpacked_init(&r->up[r->n]);
 	SP_CHECK(msgpack_unpack_next(&r->up[r->n], sb->data, sb->size, NULL) == MSGPACK_UNPACK_SUCCESS);
 	const msgpack_object *m = &r->up[r->n].data;

@@ -30,9 +30,9 @@ static void round_trip(packer_fn pack, const char *want)
 	SP_CHECK_STR(b.len ? b.p : "", want);
 	if (b.len && strcmp(b.p, want) != 0)
 		printf("# rendered %s\n", b.p);
-	char err[128];
+	struct sp_error err;
 	msgpack_packer_init(&pk, &back, msgpack_sbuffer_write);
-	SP_CHECK(sp_json_parse(b.p, b.len, &pk, err, sizeof(err)) == 0);
+	SP_CHECK(sp_json_parse(b.p, b.len, &pk, &err) == 0);
 	SP_CHECK(back.size == in.size);
 	SP_CHECK(back.size == in.size && memcmp(back.data, in.data, in.size) == 0);
 	sp_buf_release(&b);
@@ -157,13 +157,13 @@ SP_TEST(json_invalid_utf8_renders_as_strb)
 }
 
 /* Parses text; returns its result, with the message in err and the packed size in *size. */
-static int parse(const char *text, char *err, size_t errlen, size_t *size)
+static int parse(const char *text, struct sp_error *err, size_t *size)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	int rc = sp_json_parse(text, strlen(text), &pk, err, errlen);
+	int rc = sp_json_parse(text, strlen(text), &pk, err);
 	*size = sb.size;
 	msgpack_sbuffer_destroy(&sb);
 	return rc;
@@ -186,12 +186,12 @@ SP_TEST(json_parse_refuses_bad_text_and_packs_nothing)
 		{ "nul", "expected a value" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char err[128] = "";
+		struct sp_error err;
 		size_t size = 1;
-		SP_CHECK(parse(bad[i].text, err, sizeof(err), &size) < 0);
-		SP_CHECK(size == 0);
-		if (!strstr(err, bad[i].msg)) {
-			printf("# %s: got '%s', want '%s'\n", bad[i].text, err, bad[i].msg);
+		SP_CHECK(parse(bad[i].text, &err, &size) < 0);
+		SP_CHECK(size == 0 && err.code == SP_ERR_BAD_INPUT);
+		if (!strstr(err.msg, bad[i].msg)) {
+			printf("# %s: got '%s', want '%s'\n", bad[i].text, err.msg, bad[i].msg);
 			SP_CHECK(!"the message names the fault");
 		}
 	}
@@ -201,9 +201,10 @@ SP_TEST(json_parse_refuses_bad_text_and_packs_nothing)
 	for (int i = 0; i <= SP_JSON_MAX_DEPTH + 1; i++)
 		deep[n++] = '[';
 	deep[n] = '\0';
-	char err[128];
+	struct sp_error err;
 	size_t size;
-	SP_CHECK(parse(deep, err, sizeof(err), &size) < 0 && strstr(err, "nesting deeper than"));
+	SP_CHECK(parse(deep, &err, &size) < 0 && strstr(err.msg, "nesting deeper than"));
+	SP_CHECK(err.code == SP_ERR_LIMIT);
 }
 
 SP_TEST(json_parse_accepts_what_the_renderer_does_not_write)
@@ -219,10 +220,10 @@ SP_TEST(json_parse_accepts_what_the_renderer_does_not_write)
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		msgpack_sbuffer sb;
 		msgpack_packer pk;
-		char err[128];
+		struct sp_error err;
 		msgpack_sbuffer_init(&sb);
 		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-		SP_CHECK(sp_json_parse(ok[i].text, strlen(ok[i].text), &pk, err, sizeof(err)) == 0);
+		SP_CHECK(sp_json_parse(ok[i].text, strlen(ok[i].text), &pk, &err) == 0);
 		SP_CHECK(sb.size == ok[i].n && memcmp(sb.data, ok[i].bytes, ok[i].n) == 0);
 		msgpack_sbuffer_destroy(&sb);
 	}

@@ -40,8 +40,8 @@
  * - stopped_pids (attach.c) is the only global: it is read by
  *   sp_recorder_continue_targets() from signal handlers.
  */
-#ifndef SP_CAPTURE_RECORDER_INT_H
-#define SP_CAPTURE_RECORDER_INT_H
+#ifndef SP_CAPTURE_INTERNAL_H
+#define SP_CAPTURE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
