@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "sym/symtab.h"
+#include "util/search.h"
 #include "util/alloc.h"
 
 #define CHUNK (64u * 1024)
@@ -98,14 +99,7 @@ const struct sp_sym *sp_symtab_find(const struct sp_symtab *t, uint64_t addr)
 {
 	if (!t->n)
 		return NULL;
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = SP_PARTITION_POINT(t->n, i, t->v[i].start <= addr);
 	/* t->v[lo - 1] is the last symbol starting at or before addr. */
 	const struct sp_sym *best = NULL;
 	for (size_t i = lo, k = 0; i > 0 && k < MAX_BACK; i--, k++) {

@@ -13,6 +13,7 @@
 #include "util/alloc.h"
 #include "util/hashmap.h"
 #include "unwind/addrspace.h"
+#include "util/search.h"
 
 struct proc {
 	uint32_t pid;
@@ -325,14 +326,7 @@ const struct sp_mapping *sp_addrspaces_find(struct sp_addrspaces *a,
 		return NULL;
 	if (p->last < p->nmaps && addr >= p->maps[p->last].start && addr < p->maps[p->last].end)
 		return &p->maps[p->last];
-	size_t lo = 0, hi = p->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->maps[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = SP_PARTITION_POINT(p->nmaps, i, p->maps[i].end <= addr);
 	if (lo < p->nmaps && addr >= p->maps[lo].start) {
 		p->last = lo;
 		return &p->maps[lo];

@@ -9,6 +9,7 @@
 #include "util/error.h"
 #include "util/hashmap.h"
 #include "util/jsonw.h"
+#include "util/search.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -326,4 +327,14 @@ SP_TEST(utf8_sanitize_and_numbers)
 	sp_jw_array_end(&j);
 	SP_CHECK_STR(b.p, "[-9223372036854775808,0,10]");
 	sp_buf_release(&b);
+}
+
+SP_TEST(partition_point)
+{
+	static const int v[] = { 1, 3, 3, 5, 9 };
+	SP_CHECK(SP_PARTITION_POINT(5, i, v[i] <= 0) == 0);
+	SP_CHECK(SP_PARTITION_POINT(5, i, v[i] <= 3) == 3);
+	SP_CHECK(SP_PARTITION_POINT(5, i, v[i] < 3) == 1);
+	SP_CHECK(SP_PARTITION_POINT(5, i, v[i] <= 9) == 5);
+	SP_CHECK(SP_PARTITION_POINT(0, i, v[i] <= 9) == 0);
 }
