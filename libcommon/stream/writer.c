@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "stream/stream.h"
+#include "util/alloc.h"
 #include "util/error.h"
 
 #define WRITE_BUF (256u * 1024)
@@ -57,14 +58,10 @@ int sp_writer_flush(struct sp_writer *w)
 /* While a map is open its bytes must stay in the buffer: grow it instead of flushing. */
 static int hold_room(struct sp_writer *w, size_t n)
 {
-	size_t cap = w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
-	char *nb = realloc(w->buf, cap);
-	if (!nb) {
+	if (SP_ALLOC_GROW(w->buf, w->len + n, w->cap) < 0) {
 		w->err = errno = ENOMEM;
 		return sp_error_errno(&w->error, "cannot buffer a record for '%s'", w->name);
 	}
-	w->buf = nb;
-	w->cap = cap;
 	return 0;
 }
 
