@@ -169,6 +169,14 @@ void sp_mapw_begin(struct sp_mapw *m, struct sp_writer *w)
 	static const unsigned char placeholder[MAP_HDR_MAX] = { 0xdf };
 	m->w = w;
 	m->n = 0;
+	/*
+	 * An open map cannot be flushed, so a record must not start where it
+	 * would have to grow the buffer: past half of it, flush first (an
+	 * error is kept and reported by the next flush).  Only a record larger
+	 * than half the buffer then grows it.
+	 */
+	if (!w->hold && w->len > w->cap / 2)
+		sp_writer_flush(w);
 	w->hold++;
 	m->start = w->len;
 	sp_writer_raw(w, placeholder, sizeof(placeholder));
