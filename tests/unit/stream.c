@@ -108,3 +108,26 @@ SP_TEST(mapw_larger_than_the_write_buffer)
 	SP_CHECK(sp_msgpack_frame(back, n, 4, &why) == (long)n);
 	SP_CHECK(back[0] == 0x82);
 }
+
+SP_TEST(mapw_records_reach_the_file_without_an_explicit_flush)
+{
+	/* Small records written one after another must not pile up in the buffer. */
+	struct capture a;
+	cap_open(&a);
+	for (unsigned i = 0; i < 100000; i++) {
+		struct sp_mapw m;
+		sp_mapw_begin(&m, a.w);
+		sp_mapw_str(&m, "t", "lost");
+		sp_mapw_u64(&m, "lost", i);
+		sp_mapw_end(&m);
+	}
+	uint64_t total = sp_writer_bytes(a.w);
+	fflush(a.f);
+	long on_disk = lseek(fileno(a.f), 0, SEEK_END);
+	/* At most one buffer's worth (256 KiB) may still be waiting. */
+	SP_CHECK(total > 1000000);
+	SP_CHECK(on_disk > 0 && (uint64_t)on_disk + 256 * 1024 >= total);
+	unsigned char *back = malloc(total);
+	SP_CHECK(cap_close(&a, back, total) == total);
+	free(back);
+}
