@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "capture/internal.h"
+#include "stream/records.h"
 
 /* The pages of each CPU's ring (a power of two, without the control page). */
 size_t sp_rec_ring_pages(const struct sp_recorder *r)
@@ -163,31 +164,6 @@ static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t
  * The side-band records as queued: comm and exec, fork and exit, lost,
  * throttle and unthrottle.
  */
-struct q_comm {
-	uint32_t pid, tid;
-	uint64_t time;
-	bool exec;
-	char comm[64];
-};
-
-struct q_task {
-	uint32_t pid, ppid, tid, ptid;
-	uint64_t time;
-	bool fork;
-};
-
-struct q_lost {
-	uint64_t lost, time;
-	uint32_t cpu;
-	bool samples;
-};
-
-struct q_throttle {
-	uint64_t time;
-	uint32_t cpu;
-	bool throttle;
-};
-
 static void queue(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time,
 		  const void *p, size_t n)
 {
@@ -200,7 +176,7 @@ static void handle_comm(struct sp_recorder *r, const unsigned char *rec, size_t 
 			uint16_t misc)
 {
 	size_t hdr = sizeof(struct perf_event_header);
-	struct q_comm c = { 0 };
+	struct sp_comm_rec c = { 0 };
 	if (size < hdr + 8 + 24) {
 		bad_record(r);
 		return;
@@ -229,7 +205,7 @@ static void handle_task(struct sp_recorder *r, const unsigned char *rec, size_t 
 			bool fork)
 {
 	size_t hdr = sizeof(struct perf_event_header);
-	struct q_task t = { .fork = fork };
+	struct sp_task_rec t = { .fork = fork };
 	if (size < hdr + 24) {
 		bad_record(r);
 		return;
@@ -275,7 +251,7 @@ static void handle_lost(struct sp_recorder *r, const unsigned char *rec, size_t 
 		return;
 	}
 	struct sample_id id = trailer(rec, size);
-	struct q_lost l = { .time = id.time, .cpu = id.cpu, .samples = samples };
+	struct sp_lost_rec l = { .time = id.time, .cpu = id.cpu, .samples = samples };
 	memcpy(&l.lost, rec + off, 8);
 	r->lost_events += l.lost;
 	queue(r, SP_REC_LOST, l.time, &l, sizeof(l));
@@ -289,7 +265,7 @@ static void handle_throttle(struct sp_recorder *r, const unsigned char *rec, siz
 		bad_record(r);
 		return;
 	}
-	struct q_throttle t = { .cpu = trailer(rec, size).cpu, .throttle = throttle };
+	struct sp_throttle_rec t = { .cpu = trailer(rec, size).cpu, .throttle = throttle };
 	memcpy(&t.time, rec + hdr, 8);
 	if (throttle)
 		r->throttles++;
@@ -299,41 +275,31 @@ static void handle_throttle(struct sp_recorder *r, const unsigned char *rec, siz
 /* Writes a queued comm, exec, fork, exit, lost, throttle or unthrottle. */
 void sp_rec_write_event(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p)
 {
-	struct sp_mapw m;
-	sp_mapw_begin(&m, r->w);
-	if (kind == SP_REC_COMM) {
-		struct q_comm c;
-		memcpy(&c, p, sizeof(c));
-		sp_mapw_str(&m, "t", c.exec ? "exec" : "comm");
-		sp_mapw_u64(&m, "pid", c.pid);
-		sp_mapw_u64(&m, "tid", c.tid);
-		sp_mapw_str(&m, "comm", c.comm);
-		sp_mapw_u64(&m, "time", c.time);
-	} else if (kind == SP_REC_TASK) {
-		struct q_task t;
-		memcpy(&t, p, sizeof(t));
-		sp_mapw_str(&m, "t", t.fork ? "fork" : "exit");
-		sp_mapw_u64(&m, "pid", t.pid);
-		sp_mapw_u64(&m, "ppid", t.ppid);
-		sp_mapw_u64(&m, "tid", t.tid);
-		sp_mapw_u64(&m, "ptid", t.ptid);
-		sp_mapw_u64(&m, "time", t.time);
-	} else if (kind == SP_REC_LOST) {
-		struct q_lost l;
-		memcpy(&l, p, sizeof(l));
-		sp_mapw_str(&m, "t", "lost");
-		sp_mapw_u64(&m, "lost", l.lost);
-		sp_mapw_str(&m, "kind", l.samples ? "samples" : "records");
-		sp_mapw_u64(&m, "time", l.time);
-		sp_mapw_u64(&m, "cpu", l.cpu);
-	} else {
-		struct q_throttle t;
-		memcpy(&t, p, sizeof(t));
-		sp_mapw_str(&m, "t", t.throttle ? "throttle" : "unthrottle");
-		sp_mapw_u64(&m, "time", t.time);
-		sp_mapw_u64(&m, "cpu", t.cpu);
+	/* The queue keeps the record's struct as it was copied in, maybe unaligned. */
+	union {
+		struct sp_comm_rec comm;
+		struct sp_task_rec task;
+		struct sp_lost_rec lost;
+		struct sp_throttle_rec throttle;
+	} u;
+	switch (kind) {
+	case SP_REC_COMM:
+		memcpy(&u.comm, p, sizeof(u.comm));
+		sp_write_comm(r->w, &u.comm);
+		break;
+	case SP_REC_TASK:
+		memcpy(&u.task, p, sizeof(u.task));
+		sp_write_task(r->w, &u.task);
+		break;
+	case SP_REC_LOST:
+		memcpy(&u.lost, p, sizeof(u.lost));
+		sp_write_lost(r->w, &u.lost);
+		break;
+	default:
+		memcpy(&u.throttle, p, sizeof(u.throttle));
+		sp_write_throttle(r->w, &u.throttle);
+		break;
 	}
-	sp_mapw_end(&m);
 }
 
 static void handle_record(struct sp_recorder *r, const unsigned char *rec, size_t size)

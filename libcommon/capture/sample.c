@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "capture/internal.h"
+#include "stream/records.h"
 
 /* A sample as the queue keeps it, followed by regs, kernel ips, stack. */
 struct pending_sample {
@@ -135,17 +136,6 @@ bad:
 	r->errors[SP_E_BAD_KERNEL_RECORD]++;
 }
 
-/* An array of n uint64_t stored unaligned at p. */
-static void pack_u64s(msgpack_packer *pk, const unsigned char *p, size_t n)
-{
-	msgpack_pack_array(pk, n);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t v;
-		memcpy(&v, p + i * 8, 8);
-		msgpack_pack_uint64(pk, v);
-	}
-}
-
 /* Writes a queued sample, sharing its stack copy's tail. */
 void sp_rec_write_sample(struct sp_recorder *r, const unsigned char *p)
 {
@@ -161,21 +151,11 @@ void sp_rec_write_sample(struct sp_recorder *r, const unsigned char *p)
 		memcpy(&sp, regs + SP_REC_SP_INDEX * 8, 8);
 		sp_ustack_encode(&r->ustacks, ps.tid, sp, stack, ps.dyn, &shared);
 	}
-	struct sp_mapw m;
-	sp_mapw_begin(&m, r->w);
-	sp_mapw_str(&m, "t", "sample");
-	sp_mapw_u64(&m, "pid", ps.pid);
-	sp_mapw_u64(&m, "tid", ps.tid);
-	sp_mapw_u64(&m, "time", ps.time);
-	sp_mapw_u64(&m, "cpu", ps.cpu);
-	sp_mapw_u64(&m, "period", ps.period);
-	sp_mapw_u64(&m, "abi", ps.abi);
-	pack_u64s(sp_mapw_key(&m, "regs"), regs, ps.nregs);
-	sp_mapw_bin(&m, "ustack", stack, ps.dyn - shared);
-	if (shared > 0)
-		sp_mapw_u64(&m, "ustack_shared", shared);
-	sp_mapw_bool(&m, "ustack_full", ps.full);
-	if (ps.kernel && ps.nk > 0)
-		pack_u64s(sp_mapw_key(&m, "kstack"), kips, ps.nk);
-	sp_mapw_end(&m);
+	struct sp_raw_sample_rec s = {
+		.pid = ps.pid, .tid = ps.tid, .cpu = ps.cpu, .time = ps.time,
+		.period = ps.period, .abi = ps.abi, .regs = regs, .nregs = ps.nregs,
+		.ustack = stack, .ustack_len = ps.dyn - shared, .shared = shared,
+		.full = ps.full, .kips = ps.kernel ? kips : NULL, .nk = ps.nk,
+	};
+	sp_write_raw_sample(r->w, &s);
 }

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "capture/internal.h"
+#include "stream/records.h"
 
 /* Whether a mapping's path names a file (not //anon, [vdso], ...). */
 bool sp_rec_is_file_path(const char *path)
@@ -289,95 +290,51 @@ const char *sp_rec_synth_maps(struct sp_recorder *r, pid_t pid, uint64_t time)
 /* Writes a queued map, runtime, archive, process or thread record. */
 void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p)
 {
-	struct sp_mapw m;
-	sp_mapw_begin(&m, r->w);
 	if (kind == SP_REC_RUNTIME) {
 		struct q_runtime q;
 		memcpy(&q, p, sizeof(q));
-		sp_mapw_str(&m, "t", "runtime");
-		sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
-		sp_mapw_bool(&m, "cpython", q.cpython);
-		sp_mapw_str(&m, "via", q.via);
-		sp_mapw_u64(&m, "time", q.time);
+		struct sp_runtime_rec rt = { (uint32_t)q.pid, q.time, q.cpython, q.via };
+		sp_write_runtime(r->w, &rt);
 	} else if (kind == SP_REC_MAP) {
 		struct q_map q;
 		memcpy(&q, p, sizeof(q));
-		sp_mapw_str(&m, "t", "map");
-		sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
-		sp_mapw_u64(&m, "start", q.start);
-		sp_mapw_u64(&m, "len", q.len);
-		sp_mapw_u64(&m, "pgoff", q.pgoff);
-		sp_mapw_strn(&m, "path", (const char *)p + sizeof(q), q.pathlen);
-		if (q.tid)
-			sp_mapw_u64(&m, "tid", (uint64_t)q.tid);
-		sp_mapw_u64(&m, "time", q.time);
-		if (q.have_dev) {
-			sp_mapw_u64(&m, "maj", q.maj);
-			sp_mapw_u64(&m, "min", q.min);
-			sp_mapw_u64(&m, "ino", q.ino);
-		}
-		sp_mapw_u64(&m, "prot", (uint64_t)q.prot);
-		if (q.flags >= 0)
-			sp_mapw_u64(&m, "flags", (uint64_t)q.flags);
-		if (q.bidlen > 0)
-			sp_mapw_bin(&m, "build_id", q.bid, (size_t)q.bidlen);
-		if (q.have_cid)
-			sp_mapw_bin(&m, "content_id", q.cid, sizeof(q.cid));
-		sp_mapw_bool(&m, "deleted", q.deleted);
+		struct sp_map_rec m = {
+			.pid = (uint32_t)q.pid, .tid = (uint32_t)q.tid, .time = q.time,
+			.start = q.start, .len = q.len, .pgoff = q.pgoff,
+			.path = (const char *)p + sizeof(q), .pathlen = q.pathlen,
+			.have_dev = q.have_dev, .maj = q.maj, .min = q.min, .ino = q.ino,
+			.prot = q.prot, .flags = q.flags,
+			.build_id = q.bid, .build_id_len = q.bidlen,
+			.content_id = q.have_cid ? q.cid : NULL, .deleted = q.deleted,
+		};
+		sp_write_map(r->w, &m);
 	} else if (kind == SP_REC_ARCHIVE) {
 		struct q_archive q;
 		memcpy(&q, p, sizeof(q));
 		const char *file = (const char *)p + sizeof(q);
-		sp_mapw_str(&m, "t", "archive");
-		sp_mapw_str(&m, "kind", q.kind);
-		sp_mapw_strn(&m, "file", file, q.filelen);
-		if (q.have_path)
-			sp_mapw_strn(&m, "path", file + q.filelen, q.pathlen);
-		if (q.idlen > 0)
-			sp_mapw_bin(&m, q.content ? "content_id" : "build_id", q.id, (size_t)q.idlen);
-		if (q.debug)
-			sp_mapw_bool(&m, "debug", true);
-		if (q.pid) {
-			sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
-			sp_mapw_u64(&m, "start_time", q.start_time);
-		}
+		struct sp_archive_rec a = {
+			.kind = q.kind, .file = file, .filelen = q.filelen,
+			.path = q.have_path ? file + q.filelen : NULL, .pathlen = q.pathlen,
+			.id = q.id, .idlen = q.idlen, .content = q.content, .debug = q.debug,
+			.pid = (uint32_t)q.pid, .start_time = q.start_time,
+		};
+		sp_write_archive(r->w, &a);
 	} else if (kind == SP_REC_PROCESS) {
 		struct q_process q;
 		memcpy(&q, p, sizeof(q));
-		const char *exe = (const char *)p + sizeof(q), *cmd = exe + q.exelen;
-		sp_mapw_str(&m, "t", "process");
-		sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
-		sp_mapw_u64(&m, "ppid", (uint64_t)q.ppid);
-		sp_mapw_u64(&m, "start_time", q.start_time);
-		if (q.have_exe)
-			sp_mapw_strn(&m, "exe", exe, q.exelen);
-		sp_mapw_str(&m, "comm", q.comm);
-		if (q.cmdlen > 0) {
-			/* One string per argument; a last one may lack its NUL. */
-			size_t nargs = 0;
-			for (size_t i = 0; i < q.cmdlen; i++)
-				nargs += cmd[i] == '\0';
-			nargs += cmd[q.cmdlen - 1] != '\0';
-			msgpack_packer *pk = sp_mapw_key(&m, "cmdline");
-			msgpack_pack_array(pk, nargs);
-			for (size_t i = 0; i < q.cmdlen;) {
-				size_t n = strnlen(cmd + i, q.cmdlen - i);
-				msgpack_pack_str(pk, n);
-				msgpack_pack_str_body(pk, cmd + i, n);
-				i += n + 1;
-			}
-		}
-		sp_mapw_u64(&m, "uid", (uint64_t)q.uid);
-		sp_mapw_u64(&m, "time", q.time);
+		const char *exe = (const char *)p + sizeof(q);
+		struct sp_process_rec pr = {
+			.pid = (uint32_t)q.pid, .ppid = (uint32_t)q.ppid, .uid = (uint32_t)q.uid,
+			.start_time = q.start_time, .time = q.time,
+			.exe = q.have_exe ? exe : NULL, .exelen = q.exelen, .comm = q.comm,
+			.cmdline = exe + q.exelen, .cmdlen = q.cmdlen,
+		};
+		sp_write_process(r->w, &pr);
 	} else {
 		struct q_thread q;
 		memcpy(&q, p, sizeof(q));
-		sp_mapw_str(&m, "t", "thread");
-		sp_mapw_u64(&m, "pid", (uint64_t)q.pid);
-		sp_mapw_u64(&m, "tid", (uint64_t)q.tid);
-		if (q.have_comm)
-			sp_mapw_str(&m, "comm", q.comm);
-		sp_mapw_u64(&m, "time", q.time);
+		struct sp_thread_rec t = { (uint32_t)q.pid, (uint32_t)q.tid, q.time,
+					   q.have_comm ? q.comm : NULL };
+		sp_write_thread(r->w, &t);
 	}
-	sp_mapw_end(&m);
 }

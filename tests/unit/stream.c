@@ -5,6 +5,8 @@
 
 #include "unit.h"
 #include "pack.h"
+#include "stream/json.h"
+#include "stream/records.h"
 #include "stream/stream.h"
 
 /* Writes through w into a pipe-less temporary file and reads the bytes back. */
@@ -130,4 +132,59 @@ SP_TEST(mapw_records_reach_the_file_without_an_explicit_flush)
 	unsigned char *back = malloc(total);
 	SP_CHECK(cap_close(&a, back, total) == total);
 	free(back);
+}
+
+/* The JSON rendering of the one record in bytes b (n of them). */
+static void render_one(const unsigned char *b, size_t n, struct sp_buf *out)
+{
+	msgpack_unpacked up;
+	msgpack_unpacked_init(&up);
+	SP_CHECK(msgpack_unpack_next(&up, (const char *)b, n, NULL) == MSGPACK_UNPACK_SUCCESS);
+	sp_json_render(&up.data, out);
+	msgpack_unpacked_destroy(&up);
+}
+
+/* Writes one record with WRITE(writer, REC) and checks its JSON rendering. */
+#define CHECK_RECORD(write, rec, want) do { \
+		struct capture a_; \
+		unsigned char b_[1024]; \
+		cap_open(&a_); \
+		write(a_.w, rec); \
+		size_t n_ = cap_close(&a_, b_, sizeof(b_)); \
+		struct sp_buf out_ = SP_BUF_INIT; \
+		render_one(b_, n_, &out_); \
+		SP_CHECK_STR(out_.p, want); \
+		if (!out_.p || strcmp(out_.p, want) != 0) \
+			printf("# got %s\n", out_.p ? out_.p : ""); \
+		sp_buf_release(&out_); \
+	} while (0)
+
+SP_TEST(record_writers_follow_the_spec)
+{
+	static const unsigned char bid[4] = { 1, 2, 3, 4 };
+	struct sp_map_rec full = {
+		.pid = 7, .tid = 8, .time = 9, .start = 4096, .len = 8192, .pgoff = 0,
+		.path = "/bin/x-and-more", .pathlen = 6, .have_dev = true, .maj = 1, .min = 2,
+		.ino = 3, .prot = 5, .flags = 2, .build_id = bid, .build_id_len = 4,
+	};
+	CHECK_RECORD(sp_write_map, &full,
+		     "{\"t\":\"map\",\"pid\":7,\"start\":4096,\"len\":8192,\"pgoff\":0,"
+		     "\"path\":\"/bin/x\",\"tid\":8,\"time\":9,\"maj\":1,\"min\":2,\"ino\":3,"
+		     "\"prot\":5,\"flags\":2,\"build_id\":{\"$bin\":\"AQIDBA==\"},\"deleted\":false}");
+	struct sp_map_rec bare = { .pid = 7, .start = 1, .len = 2, .path = "[vdso]",
+				   .pathlen = 6, .prot = 5, .flags = -1, .deleted = true };
+	CHECK_RECORD(sp_write_map, &bare,
+		     "{\"t\":\"map\",\"pid\":7,\"start\":1,\"len\":2,\"pgoff\":0,"
+		     "\"path\":\"[vdso]\",\"time\":0,\"prot\":5,\"deleted\":true}");
+	/* The last argument has no NUL: it still counts. */
+	struct sp_process_rec proc = { .pid = 7, .ppid = 1, .uid = 0, .start_time = 5, .time = 6,
+				       .comm = "x", .cmdline = "a\0bc", .cmdlen = 4 };
+	CHECK_RECORD(sp_write_process, &proc,
+		     "{\"t\":\"process\",\"pid\":7,\"ppid\":1,\"start_time\":5,\"comm\":\"x\","
+		     "\"cmdline\":[\"a\",\"bc\"],\"uid\":0,\"time\":6}");
+	struct sp_thread_rec thr = { 7, 8, 9, NULL };
+	CHECK_RECORD(sp_write_thread, &thr, "{\"t\":\"thread\",\"pid\":7,\"tid\":8,\"time\":9}");
+	struct sp_task_rec exit_rec = { 7, 1, 8, 1, 10, false };
+	CHECK_RECORD(sp_write_task, &exit_rec,
+		     "{\"t\":\"exit\",\"pid\":7,\"ppid\":1,\"tid\":8,\"ptid\":1,\"time\":10}");
 }

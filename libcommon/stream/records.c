@@ -1,0 +1,192 @@
+/* The writers of the recorder's records (records.h). */
+#include <string.h>
+
+#include "stream/records.h"
+#include "stream/stream.h"
+
+void sp_write_comm(struct sp_writer *w, const struct sp_comm_rec *c)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", c->exec ? "exec" : "comm");
+	sp_mapw_u64(&m, "pid", c->pid);
+	sp_mapw_u64(&m, "tid", c->tid);
+	sp_mapw_str(&m, "comm", c->comm);
+	sp_mapw_u64(&m, "time", c->time);
+	sp_mapw_end(&m);
+}
+
+void sp_write_task(struct sp_writer *w, const struct sp_task_rec *t)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", t->fork ? "fork" : "exit");
+	sp_mapw_u64(&m, "pid", t->pid);
+	sp_mapw_u64(&m, "ppid", t->ppid);
+	sp_mapw_u64(&m, "tid", t->tid);
+	sp_mapw_u64(&m, "ptid", t->ptid);
+	sp_mapw_u64(&m, "time", t->time);
+	sp_mapw_end(&m);
+}
+
+void sp_write_lost(struct sp_writer *w, const struct sp_lost_rec *l)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "lost");
+	sp_mapw_u64(&m, "lost", l->lost);
+	sp_mapw_str(&m, "kind", l->samples ? "samples" : "records");
+	sp_mapw_u64(&m, "time", l->time);
+	sp_mapw_u64(&m, "cpu", l->cpu);
+	sp_mapw_end(&m);
+}
+
+void sp_write_throttle(struct sp_writer *w, const struct sp_throttle_rec *t)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", t->throttle ? "throttle" : "unthrottle");
+	sp_mapw_u64(&m, "time", t->time);
+	sp_mapw_u64(&m, "cpu", t->cpu);
+	sp_mapw_end(&m);
+}
+
+void sp_write_runtime(struct sp_writer *w, const struct sp_runtime_rec *rt)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "runtime");
+	sp_mapw_u64(&m, "pid", rt->pid);
+	sp_mapw_bool(&m, "cpython", rt->cpython);
+	sp_mapw_str(&m, "via", rt->via);
+	sp_mapw_u64(&m, "time", rt->time);
+	sp_mapw_end(&m);
+}
+
+void sp_write_map(struct sp_writer *w, const struct sp_map_rec *r)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "map");
+	sp_mapw_u64(&m, "pid", r->pid);
+	sp_mapw_u64(&m, "start", r->start);
+	sp_mapw_u64(&m, "len", r->len);
+	sp_mapw_u64(&m, "pgoff", r->pgoff);
+	sp_mapw_strn(&m, "path", r->path, r->pathlen);
+	if (r->tid)
+		sp_mapw_u64(&m, "tid", r->tid);
+	sp_mapw_u64(&m, "time", r->time);
+	if (r->have_dev) {
+		sp_mapw_u64(&m, "maj", r->maj);
+		sp_mapw_u64(&m, "min", r->min);
+		sp_mapw_u64(&m, "ino", r->ino);
+	}
+	sp_mapw_u64(&m, "prot", (uint64_t)r->prot);
+	if (r->flags >= 0)
+		sp_mapw_u64(&m, "flags", (uint64_t)r->flags);
+	if (r->build_id_len > 0)
+		sp_mapw_bin(&m, "build_id", r->build_id, (size_t)r->build_id_len);
+	if (r->content_id)
+		sp_mapw_bin(&m, "content_id", r->content_id, 20);
+	sp_mapw_bool(&m, "deleted", r->deleted);
+	sp_mapw_end(&m);
+}
+
+void sp_write_archive(struct sp_writer *w, const struct sp_archive_rec *a)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "archive");
+	sp_mapw_str(&m, "kind", a->kind);
+	sp_mapw_strn(&m, "file", a->file, a->filelen);
+	if (a->path)
+		sp_mapw_strn(&m, "path", a->path, a->pathlen);
+	if (a->idlen > 0)
+		sp_mapw_bin(&m, a->content ? "content_id" : "build_id", a->id, (size_t)a->idlen);
+	if (a->debug)
+		sp_mapw_bool(&m, "debug", true);
+	if (a->pid) {
+		sp_mapw_u64(&m, "pid", a->pid);
+		sp_mapw_u64(&m, "start_time", a->start_time);
+	}
+	sp_mapw_end(&m);
+}
+
+/* Packs NUL-separated arguments (n bytes, the last NUL optional) as an array of strings. */
+static void pack_args(msgpack_packer *pk, const char *cmd, size_t n)
+{
+	size_t nargs = 0;
+	for (size_t i = 0; i < n; i++)
+		nargs += cmd[i] == '\0';
+	nargs += cmd[n - 1] != '\0';
+	msgpack_pack_array(pk, nargs);
+	for (size_t i = 0; i < n;) {
+		size_t k = strnlen(cmd + i, n - i);
+		msgpack_pack_str(pk, k);
+		msgpack_pack_str_body(pk, cmd + i, k);
+		i += k + 1;
+	}
+}
+
+void sp_write_process(struct sp_writer *w, const struct sp_process_rec *p)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "process");
+	sp_mapw_u64(&m, "pid", p->pid);
+	sp_mapw_u64(&m, "ppid", p->ppid);
+	sp_mapw_u64(&m, "start_time", p->start_time);
+	if (p->exe)
+		sp_mapw_strn(&m, "exe", p->exe, p->exelen);
+	sp_mapw_str(&m, "comm", p->comm);
+	if (p->cmdlen > 0)
+		pack_args(sp_mapw_key(&m, "cmdline"), p->cmdline, p->cmdlen);
+	sp_mapw_u64(&m, "uid", p->uid);
+	sp_mapw_u64(&m, "time", p->time);
+	sp_mapw_end(&m);
+}
+
+void sp_write_thread(struct sp_writer *w, const struct sp_thread_rec *t)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "thread");
+	sp_mapw_u64(&m, "pid", t->pid);
+	sp_mapw_u64(&m, "tid", t->tid);
+	if (t->comm)
+		sp_mapw_str(&m, "comm", t->comm);
+	sp_mapw_u64(&m, "time", t->time);
+	sp_mapw_end(&m);
+}
+
+/* An array of n uint64_t stored unaligned at p. */
+static void pack_u64s(msgpack_packer *pk, const unsigned char *p, size_t n)
+{
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v;
+		memcpy(&v, p + i * 8, 8);
+		msgpack_pack_uint64(pk, v);
+	}
+}
+
+void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "sample");
+	sp_mapw_u64(&m, "pid", s->pid);
+	sp_mapw_u64(&m, "tid", s->tid);
+	sp_mapw_u64(&m, "time", s->time);
+	sp_mapw_u64(&m, "cpu", s->cpu);
+	sp_mapw_u64(&m, "period", s->period);
+	sp_mapw_u64(&m, "abi", s->abi);
+	pack_u64s(sp_mapw_key(&m, "regs"), s->regs, s->nregs);
+	sp_mapw_bin(&m, "ustack", s->ustack, s->ustack_len);
+	if (s->shared > 0)
+		sp_mapw_u64(&m, "ustack_shared", s->shared);
+	sp_mapw_bool(&m, "ustack_full", s->full);
+	if (s->kips && s->nk > 0)
+		pack_u64s(sp_mapw_key(&m, "kstack"), s->kips, s->nk);
+	sp_mapw_end(&m);
+}

@@ -1,0 +1,136 @@
+/*
+ * The writers of the records a recorder makes, one per record type,
+ * beside the schema (record.h) and the spec (format/sp-stream.md): each
+ * takes a struct holding the record's values and writes the map, with
+ * the keys in the order and under the conditions the spec gives.  A key
+ * added to one of these records is a field here, a line in record.h and
+ * a row in the spec; the recorder only fills the field.
+ *
+ * Pointers in a struct are borrowed for the call.  Strings given with a
+ * length need not be NUL-terminated.
+ */
+#ifndef SP_STREAM_RECORDS_H
+#define SP_STREAM_RECORDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sp_writer;
+
+/* "comm", or "exec" when exec is set. */
+struct sp_comm_rec {
+	uint32_t pid, tid;
+	uint64_t time;
+	bool exec;
+	char comm[64];
+};
+void sp_write_comm(struct sp_writer *w, const struct sp_comm_rec *c);
+
+/* "fork", or "exit" when fork is not set. */
+struct sp_task_rec {
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+	bool fork;
+};
+void sp_write_task(struct sp_writer *w, const struct sp_task_rec *t);
+
+/* "lost": samples lost (samples set) or other records lost. */
+struct sp_lost_rec {
+	uint64_t lost, time;
+	uint32_t cpu;
+	bool samples;
+};
+void sp_write_lost(struct sp_writer *w, const struct sp_lost_rec *l);
+
+/* "throttle", or "unthrottle" when throttle is not set. */
+struct sp_throttle_rec {
+	uint64_t time;
+	uint32_t cpu;
+	bool throttle;
+};
+void sp_write_throttle(struct sp_writer *w, const struct sp_throttle_rec *t);
+
+/* "runtime". */
+struct sp_runtime_rec {
+	uint32_t pid;
+	uint64_t time;
+	bool cpython;
+	const char *via;
+};
+void sp_write_runtime(struct sp_writer *w, const struct sp_runtime_rec *rt);
+
+/* "map". */
+struct sp_map_rec {
+	uint32_t pid, tid;		/* tid 0: not written */
+	uint64_t time, start, len, pgoff;
+	const char *path;
+	size_t pathlen;
+	bool have_dev;			/* maj, min and ino are known */
+	unsigned maj, min;
+	uint64_t ino;
+	int prot;
+	int flags;			/* < 0: unknown, not written */
+	const unsigned char *build_id;	/* build_id_len bytes; 0: none */
+	int build_id_len;
+	const unsigned char *content_id;	/* 20 bytes (SHA-1); NULL: none */
+	bool deleted;
+};
+void sp_write_map(struct sp_writer *w, const struct sp_map_rec *m);
+
+/* "archive". */
+struct sp_archive_rec {
+	const char *kind;
+	const char *file;
+	size_t filelen;
+	const char *path;		/* NULL: not written */
+	size_t pathlen;
+	const unsigned char *id;	/* idlen bytes: the content_id when content, else the build_id */
+	int idlen;
+	bool content, debug;
+	uint32_t pid;			/* 0: neither pid nor start_time written */
+	uint64_t start_time;
+};
+void sp_write_archive(struct sp_writer *w, const struct sp_archive_rec *a);
+
+/* "process". */
+struct sp_process_rec {
+	uint32_t pid, ppid, uid;
+	uint64_t start_time, time;
+	const char *exe;		/* NULL: not written */
+	size_t exelen;
+	const char *comm;
+	const char *cmdline;		/* cmdlen bytes: NUL-separated arguments, the last NUL optional */
+	size_t cmdlen;
+};
+void sp_write_process(struct sp_writer *w, const struct sp_process_rec *p);
+
+/* "thread". */
+struct sp_thread_rec {
+	uint32_t pid, tid;
+	uint64_t time;
+	const char *comm;		/* NULL: not written */
+};
+void sp_write_thread(struct sp_writer *w, const struct sp_thread_rec *t);
+
+/*
+ * "sample", as the recorder writes it (the raw stage): registers and
+ * kernel addresses as the kernel gave them, nregs and nk little-endian
+ * 64-bit values at possibly unaligned addresses; the part of the stack
+ * copy not shared with the thread's previous one (stream/ustack.h).
+ */
+struct sp_raw_sample_rec {
+	uint32_t pid, tid, cpu;
+	uint64_t time, period, abi;
+	const unsigned char *regs;
+	size_t nregs;
+	const void *ustack;		/* ustack_len bytes, then shared more */
+	size_t ustack_len;
+	uint64_t shared;		/* 0: not written */
+	bool full;
+	const unsigned char *kips;	/* NULL or nk 0: no kstack written */
+	size_t nk;
+};
+void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s);
+
+#endif
