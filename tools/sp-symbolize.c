@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "stream/header.h"
+#include "stream/records.h"
 #include "stream/stream.h"
 #include "sym/search.h"
 #include "sym/symbolizer.h"
@@ -58,40 +59,16 @@ static void warn_cb(void *arg, const char *msg)
 }
 
 /* The frame record of a frame seen for the first time. */
-static void write_frame(struct sp_writer *w, uint64_t id, const struct sp_frame_ref *f,
+static void write_frame(struct sp_writer *w, uint64_t id, const struct sp_stack_frame *f,
 			const struct sp_symframe *sf)
 {
-	struct sp_mapw m, im;
-	sp_mapw_begin(&m, w);
-	sp_mapw_str(&m, "t", "frame");
-	sp_mapw_u64(&m, "id", id);
-	sp_mapw_u64(&m, "addr", f->addr);
-	sp_mapw_str(&m, "origin", sp_sym_origin_name(sf->origin));
-	sp_mapw_str(&m, "name", sf->name);
-	if (sf->has_module)
-		sp_mapw_u64(&m, "module", sf->module);
-	if (sf->has_offset)
-		sp_mapw_u64(&m, "offset", sf->offset);
-	if (sf->file)
-		sp_mapw_str(&m, "file", sf->file);
-	if (sf->line > 0)
-		sp_mapw_u64(&m, "line", sf->line);
-	if (sf->ninl > 0) {
-		msgpack_pack_array(sp_mapw_key(&m, "inline"), sf->ninl);
-		for (size_t i = 0; i < sf->ninl; i++) {
-			const struct sp_inline *in = &sf->inl[i];
-			sp_mapw_begin(&im, w);
-			sp_mapw_str(&im, "name", in->name ? in->name : "??");
-			if (in->file)
-				sp_mapw_str(&im, "file", in->file);
-			if (in->line > 0)
-				sp_mapw_u64(&im, "line", in->line);
-			sp_mapw_end(&im);
-		}
-	}
-	if (sf->flags)
-		sp_mapw_u64(&m, "flags", sf->flags);
-	sp_mapw_end(&m);
+	struct sp_frame_rec r = {
+		.id = id, .addr = f->addr, .origin = sp_sym_origin_name(sf->origin),
+		.name = sf->name, .has_module = sf->has_module, .module = sf->module,
+		.has_offset = sf->has_offset, .offset = sf->offset, .file = sf->file,
+		.line = sf->line, .inl = sf->inl, .ninl = sf->ninl, .flags = sf->flags,
+	};
+	sp_write_frame(w, &r);
 }
 
 /*
@@ -104,12 +81,12 @@ static int symbolize_stack(struct sp_symbolizer *sym, struct sp_writer *w,
 	uint64_t id = 0;
 	sp_map_u64(rec->map, "id", &id);
 	const msgpack_object_array *fr = sp_map_array(rec->map, "frames");
-	struct sp_frame_ref *refs = sp_xmalloc((fr->size ? fr->size : 1) * sizeof(*refs));
+	struct sp_stack_frame *refs = sp_xmalloc((fr->size ? fr->size : 1) * sizeof(*refs));
 	uint64_t *ids = sp_xmalloc((fr->size ? fr->size : 1) * sizeof(*ids));
 	struct sp_symframe sf;
 	int rc = 0;
 	for (uint32_t i = 0; i < fr->size && rc == 0; i++)
-		rc = sp_frame_ref_decode(&fr->ptr[i], &refs[i]);
+		rc = sp_stack_frame_decode(&fr->ptr[i], &refs[i]);
 	for (uint32_t i = 0; i < fr->size && rc == 0; i++) {
 		int fresh = sp_symbolizer_intern(sym, &refs[i], &ids[i]);
 		if (fresh < 0)
@@ -119,17 +96,8 @@ static int symbolize_stack(struct sp_symbolizer *sym, struct sp_writer *w,
 			write_frame(w, ids[i], &refs[i], &sf);
 		}
 	}
-	if (rc == 0) {
-		struct sp_mapw m;
-		sp_mapw_begin(&m, w);
-		sp_mapw_str(&m, "t", "symstack");
-		sp_mapw_u64(&m, "id", id);
-		msgpack_packer *pk = sp_mapw_key(&m, "frames");
-		msgpack_pack_array(pk, fr->size);
-		for (uint32_t i = 0; i < fr->size; i++)
-			msgpack_pack_uint64(pk, ids[i]);
-		sp_mapw_end(&m);
-	}
+	if (rc == 0)
+		sp_write_symstack(w, id, ids, fr->size);
 	free(refs);
 	free(ids);
 	return rc;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "stream/header.h"
+#include "stream/records.h"
 #include "stream/stream.h"
 #include "stream/ustack.h"
 #include "tool.h"
@@ -58,11 +59,6 @@ static void usage(void)
 }
 
 /* One output frame, as hashed for interning. */
-struct oframe {
-	uint64_t addr, module, rel;	/* module UINT64_MAX: nil */
-	uint64_t flags;
-};
-
 /* An interned stack: n frames at off in the arena, and its id. */
 struct ostack {
 	struct sp_hashmap_entry ent;
@@ -71,7 +67,7 @@ struct ostack {
 
 /* The frames of a stack looked up, and the arena the stored ones lie in. */
 struct stackkey {
-	const struct oframe *f, *arena;
+	const struct sp_stack_frame *f, *arena;
 	size_t n;
 };
 
@@ -101,13 +97,13 @@ struct state {
 	struct sp_ustack_cache copies;	/* the last full stack copy of each thread */
 
 	/* Interned stacks: frames in one arena, a map of struct ostack. */
-	struct oframe *arena;
+	struct sp_stack_frame *arena;
 	size_t narena, allocarena;
 	struct sp_hashmap stacks;
 	size_t nstacks;
 
 	struct sp_uframe *uframes;
-	struct oframe *frames;
+	struct sp_stack_frame *frames;
 
 	/* Counters for the unwind record. */
 	uint64_t samples, user_samples, frames_out, bad_copies;
@@ -142,22 +138,17 @@ static uint64_t module_id(struct state *st, struct sp_object *o)
 	if (o->out_id != UINT64_MAX)
 		return o->out_id;
 	o->out_id = st->next_module++;
-	struct sp_mapw m;
-	sp_mapw_begin(&m, st->w);
-	sp_mapw_str(&m, "t", "module");
-	sp_mapw_u64(&m, "id", o->out_id);
-	sp_mapw_str(&m, "path", o->path);
-	sp_mapw_str(&m, "kind", o == &st->kernel ? "kernel" : object_kind(o));
-	if (o->build_id_len > 0)
-		sp_mapw_bin(&m, o->content_id ? "content_id" : "build_id", o->build_id,
-			    (size_t)o->build_id_len);
-	if (o->anon_pid)
-		sp_mapw_u64(&m, "pid", o->anon_pid);
-	sp_mapw_end(&m);
+	struct sp_module_rec m = {
+		.id = o->out_id, .path = o->path,
+		.kind = o == &st->kernel ? "kernel" : object_kind(o),
+		.ident = o->build_id, .identlen = o->build_id_len, .content = o->content_id,
+		.pid = o->anon_pid,
+	};
+	sp_write_module(st->w, &m);
 	return o->out_id;
 }
 
-static uint64_t hash_frames(const struct oframe *f, size_t n)
+static uint64_t hash_frames(const struct sp_stack_frame *f, size_t n)
 {
 	uint64_t h = 1469598103934665603ull;
 	for (size_t i = 0; i < n; i++) {
@@ -169,7 +160,7 @@ static uint64_t hash_frames(const struct oframe *f, size_t n)
 }
 
 /* Returns the id of a stack, writing its record when it is new. */
-static uint64_t intern(struct state *st, const struct oframe *f, size_t n)
+static uint64_t intern(struct state *st, const struct sp_stack_frame *f, size_t n)
 {
 	struct stackkey key = { f, st->arena, n };
 	struct sp_hashmap_entry probe = { NULL, (uint32_t)hash_frames(f, n) };
@@ -186,23 +177,7 @@ static uint64_t intern(struct state *st, const struct oframe *f, size_t n)
 	st->narena += n;
 	uint64_t k = s->id;
 
-	struct sp_mapw m;
-	sp_mapw_begin(&m, st->w);
-	sp_mapw_str(&m, "t", "stack");
-	sp_mapw_u64(&m, "id", k);
-	msgpack_packer *pk = sp_mapw_key(&m, "frames");
-	msgpack_pack_array(pk, n);
-	for (size_t j = 0; j < n; j++) {
-		msgpack_pack_array(pk, 4);
-		msgpack_pack_uint64(pk, f[j].addr);
-		if (f[j].module == UINT64_MAX)
-			msgpack_pack_nil(pk);
-		else
-			msgpack_pack_uint64(pk, f[j].module);
-		msgpack_pack_uint64(pk, f[j].rel);
-		msgpack_pack_uint64(pk, f[j].flags);
-	}
-	sp_mapw_end(&m);
+	sp_write_stack(st->w, k, f, n);
 	return k;
 }
 
@@ -229,7 +204,7 @@ static size_t unwind_frames(struct state *st, const msgpack_object *m, uint64_t 
 			continue;
 		uint64_t a = ks->ptr[i].via.u64;
 		uint64_t flags = SP_FRAME_KERNEL | (n ? SP_FRAME_RETADDR : 0);
-		st->frames[n] = (struct oframe){ a, module_id(st, &st->kernel), a, flags };
+		st->frames[n] = (struct sp_stack_frame){ a, module_id(st, &st->kernel), a, flags };
 		n++;
 	}
 	sp_map_u64(m, "abi", &abi);
@@ -247,11 +222,11 @@ static size_t unwind_frames(struct state *st, const msgpack_object *m, uint64_t 
 	st->ends[end]++;
 	for (size_t i = 0; i < nu; i++) {
 		const struct sp_uframe *f = &st->uframes[i];
-		st->frames[n++] = (struct oframe){ f->addr,
+		st->frames[n++] = (struct sp_stack_frame){ f->addr,
 			f->obj ? module_id(st, f->obj) : UINT64_MAX, f->rel, f->flags };
 	}
 	if (end != SP_END_COMPLETE)
-		st->frames[n++] = (struct oframe){ 0, UINT64_MAX, (uint64_t)end, SP_FRAME_MARKER };
+		st->frames[n++] = (struct sp_stack_frame){ 0, UINT64_MAX, (uint64_t)end, SP_FRAME_MARKER };
 	return n;
 }
 

@@ -190,3 +190,105 @@ void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s)
 		pack_u64s(sp_mapw_key(&m, "kstack"), s->kips, s->nk);
 	sp_mapw_end(&m);
 }
+
+void sp_write_module(struct sp_writer *w, const struct sp_module_rec *r)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "module");
+	sp_mapw_u64(&m, "id", r->id);
+	sp_mapw_str(&m, "path", r->path);
+	sp_mapw_str(&m, "kind", r->kind);
+	if (r->identlen > 0)
+		sp_mapw_bin(&m, r->content ? "content_id" : "build_id", r->ident,
+			    (size_t)r->identlen);
+	if (r->pid)
+		sp_mapw_u64(&m, "pid", r->pid);
+	sp_mapw_end(&m);
+}
+
+void sp_write_stack(struct sp_writer *w, uint64_t id, const struct sp_stack_frame *f, size_t n)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "stack");
+	sp_mapw_u64(&m, "id", id);
+	msgpack_packer *pk = sp_mapw_key(&m, "frames");
+	msgpack_pack_array(pk, n);
+	for (size_t j = 0; j < n; j++) {
+		msgpack_pack_array(pk, 4);
+		msgpack_pack_uint64(pk, f[j].addr);
+		if (f[j].module == SP_NO_MODULE)
+			msgpack_pack_nil(pk);
+		else
+			msgpack_pack_uint64(pk, f[j].module);
+		msgpack_pack_uint64(pk, f[j].rel);
+		msgpack_pack_uint64(pk, f[j].flags);
+	}
+	sp_mapw_end(&m);
+}
+
+int sp_stack_frame_decode(const msgpack_object *o, struct sp_stack_frame *f)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 4)
+		return -1;
+	const msgpack_object *e = o->via.array.ptr;
+	if (e[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+	    (e[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER && e[1].type != MSGPACK_OBJECT_NIL) ||
+	    e[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+	    e[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return -1;
+	f->addr = e[0].via.u64;
+	f->module = e[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? e[1].via.u64 : SP_NO_MODULE;
+	f->rel = e[2].via.u64;
+	f->flags = e[3].via.u64;
+	return 0;
+}
+
+void sp_write_frame(struct sp_writer *w, const struct sp_frame_rec *f)
+{
+	struct sp_mapw m, im;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "frame");
+	sp_mapw_u64(&m, "id", f->id);
+	sp_mapw_u64(&m, "addr", f->addr);
+	sp_mapw_str(&m, "origin", f->origin);
+	sp_mapw_str(&m, "name", f->name);
+	if (f->has_module)
+		sp_mapw_u64(&m, "module", f->module);
+	if (f->has_offset)
+		sp_mapw_u64(&m, "offset", f->offset);
+	if (f->file)
+		sp_mapw_str(&m, "file", f->file);
+	if (f->line > 0)
+		sp_mapw_u64(&m, "line", f->line);
+	if (f->ninl > 0) {
+		msgpack_pack_array(sp_mapw_key(&m, "inline"), f->ninl);
+		for (size_t i = 0; i < f->ninl; i++) {
+			const struct sp_inline *in = &f->inl[i];
+			sp_mapw_begin(&im, w);
+			sp_mapw_str(&im, "name", in->name ? in->name : "??");
+			if (in->file)
+				sp_mapw_str(&im, "file", in->file);
+			if (in->line > 0)
+				sp_mapw_u64(&im, "line", in->line);
+			sp_mapw_end(&im);
+		}
+	}
+	if (f->flags)
+		sp_mapw_u64(&m, "flags", f->flags);
+	sp_mapw_end(&m);
+}
+
+void sp_write_symstack(struct sp_writer *w, uint64_t id, const uint64_t *frames, size_t n)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "symstack");
+	sp_mapw_u64(&m, "id", id);
+	msgpack_packer *pk = sp_mapw_key(&m, "frames");
+	msgpack_pack_array(pk, n);
+	for (size_t i = 0; i < n; i++)
+		msgpack_pack_uint64(pk, frames[i]);
+	sp_mapw_end(&m);
+}

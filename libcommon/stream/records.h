@@ -1,5 +1,5 @@
 /*
- * The writers of the records a recorder makes, one per record type,
+ * The writers of the records the stages make, one per record type,
  * beside the schema (record.h) and the spec (format/sp-stream.md): each
  * takes a struct holding the record's values and writes the map, with
  * the keys in the order and under the conditions the spec gives.  A key
@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <msgpack.h>
 
 struct sp_writer;
 
@@ -132,5 +133,59 @@ struct sp_raw_sample_rec {
 	size_t nk;
 };
 void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s);
+
+/* "module" (unwound stage). */
+struct sp_module_rec {
+	uint64_t id;
+	const char *path;
+	const char *kind;		/* "elf", "kernel", "vdso", "jit", "anon" */
+	const unsigned char *ident;	/* identlen bytes: content_id when content, else build_id */
+	int identlen;			/* 0: neither written */
+	bool content;
+	uint32_t pid;			/* 0: not written */
+};
+void sp_write_module(struct sp_writer *w, const struct sp_module_rec *m);
+
+/*
+ * One frame of a "stack" record: [addr, module or nil, rel, flags]
+ * (format/sp-stream.md, FRAMES).
+ */
+struct sp_stack_frame {
+	uint64_t addr;
+	uint64_t module;		/* SP_NO_MODULE: nil */
+	uint64_t rel;			/* module-relative address; a marker's reason */
+	uint64_t flags;			/* SP_FRAME_* */
+};
+
+#define SP_NO_MODULE UINT64_MAX
+
+/* "stack": n frames, leaf first. */
+void sp_write_stack(struct sp_writer *w, uint64_t id, const struct sp_stack_frame *f, size_t n);
+
+/* Decodes one frame of a stack record; returns 0, or -1 when it is malformed. */
+int sp_stack_frame_decode(const msgpack_object *o, struct sp_stack_frame *f);
+
+/* An inlined call of a symbolized frame, innermost first. */
+struct sp_inline {
+	const char *name, *file;	/* file NULL when unknown */
+	unsigned line;			/* 0 when unknown */
+};
+
+/* "frame" (symbolized stage). */
+struct sp_frame_rec {
+	uint64_t id, addr;
+	const char *origin, *name;
+	bool has_module, has_offset;
+	uint64_t module, offset;
+	const char *file;		/* NULL: not written */
+	unsigned line;			/* 0: not written */
+	const struct sp_inline *inl;	/* ninl entries; none: not written */
+	size_t ninl;
+	uint32_t flags;			/* SP_SYM_*; 0: not written */
+};
+void sp_write_frame(struct sp_writer *w, const struct sp_frame_rec *f);
+
+/* "symstack": the frame ids of stack id, leaf first. */
+void sp_write_symstack(struct sp_writer *w, uint64_t id, const uint64_t *frames, size_t n);
 
 #endif

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stream/records.h"
+
 struct sp_elfsym_options {
 	const char *debuginfo_path;	/* libdwfl's search path, e.g. "-:.debug:/usr/lib/debug" */
 	bool inline_frames, lines, demangle;
@@ -22,11 +24,6 @@ struct sp_elfsym_options {
 	 * NULL: none.
 	 */
 	const char *cache_dir;
-};
-
-struct sp_inline {
-	const char *name, *file;	/* file NULL when unknown */
-	unsigned line;			/* 0 when unknown */
 };
 
 struct sp_symres {

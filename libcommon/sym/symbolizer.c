@@ -349,29 +349,12 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 	return 0;
 }
 
-int sp_frame_ref_decode(const msgpack_object *o, struct sp_frame_ref *f)
-{
-	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size < 4)
-		return -1;
-	const msgpack_object *e = o->via.array.ptr;
-	if (e[0].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-	    (e[1].type != MSGPACK_OBJECT_POSITIVE_INTEGER && e[1].type != MSGPACK_OBJECT_NIL) ||
-	    e[2].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
-	    e[3].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return -1;
-	f->addr = e[0].via.u64;
-	f->module = e[1].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? e[1].via.u64 : SP_NO_MODULE;
-	f->rel = e[2].via.u64;
-	f->flags = e[3].via.u64;
-	return 0;
-}
-
 static struct module *module_of(struct sp_symbolizer *sym, uint64_t id)
 {
 	return id < sym->nmodules && sym->modules[id].defined ? &sym->modules[id] : NULL;
 }
 
-int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_frame_ref *f, uint64_t *id)
+int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame *f, uint64_t *id)
 {
 	struct frame key = { .k = { f->module, f->addr, f->flags, 0 } };
 	if (f->flags & SP_FRAME_MARKER)
@@ -457,7 +440,7 @@ static void from_elf(struct sp_symframe *out, const struct sp_symres *r, unsigne
 	}
 }
 
-void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_frame_ref *f,
+void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_frame *f,
 			   struct sp_symframe *out)
 {
 	unsigned kind = f->flags & SP_FRAME_KIND_MASK, back = f->flags & SP_FRAME_RETADDR ? 1 : 0;

@@ -10,7 +10,7 @@
  *	struct sp_symbolizer *sym = sp_symbolizer_new(&search, warn, arg, &err);
  *	for each record: header -> sp_symbolizer_begin_segment(),
  *	    module -> sp_symbolizer_add_module(), stack -> for each frame
- *	    sp_frame_ref_decode(), sp_symbolizer_intern() and, for a new one,
+ *	    sp_stack_frame_decode(), sp_symbolizer_intern() and, for a new one,
  *	    sp_symbolizer_resolve(); others -> sp_symbolizer_note().
  */
 #ifndef SP_SYM_SYMBOLIZER_H
@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <msgpack.h>
 
+#include "stream/records.h"
 #include "stream/stream.h"
 #include "sym/elfsym.h"
 #include "sym/perfmaps.h"
@@ -45,17 +46,6 @@ enum sp_sym_origin {
 const char *sp_sym_origin_name(enum sp_sym_origin o);
 
 /* A frame of a stack record, as sp-unwind wrote it. */
-struct sp_frame_ref {
-	uint64_t addr;
-	uint64_t module;	/* SP_NO_MODULE: none */
-	uint64_t rel;		/* the module-relative address; a marker's reason */
-	uint64_t flags;		/* SP_FRAME_* */
-};
-
-#define SP_NO_MODULE UINT64_MAX
-
-/* Decodes [addr, module|nil, rel, flags]; returns 0, or -1 when malformed. */
-int sp_frame_ref_decode(const msgpack_object *o, struct sp_frame_ref *f);
 
 /* A resolved frame.  Its pointers stay valid until the next resolve. */
 struct sp_symframe {
@@ -120,10 +110,10 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec);
  * memory runs out.  A JIT frame is new again once its perf map is read
  * again.
  */
-int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_frame_ref *f, uint64_t *id);
+int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame *f, uint64_t *id);
 
 /* Names frame f into *out (see struct sp_symframe) and counts its origin. */
-void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_frame_ref *f,
+void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_frame *f,
 			   struct sp_symframe *out);
 
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_sym_stats *st);

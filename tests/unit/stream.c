@@ -159,6 +159,14 @@ static void render_one(const unsigned char *b, size_t n, struct sp_buf *out)
 		sp_buf_release(&out_); \
 	} while (0)
 
+/* sp_write_stack() with the frames set aside, in the shape CHECK_RECORD calls. */
+static const struct sp_stack_frame *stack_frames;
+
+static void write_stack_2(struct sp_writer *w, uint64_t id)
+{
+	sp_write_stack(w, id, stack_frames, 2);
+}
+
 SP_TEST(record_writers_follow_the_spec)
 {
 	static const unsigned char bid[4] = { 1, 2, 3, 4 };
@@ -184,6 +192,20 @@ SP_TEST(record_writers_follow_the_spec)
 		     "\"cmdline\":[\"a\",\"bc\"],\"uid\":0,\"time\":6}");
 	struct sp_thread_rec thr = { 7, 8, 9, NULL };
 	CHECK_RECORD(sp_write_thread, &thr, "{\"t\":\"thread\",\"pid\":7,\"tid\":8,\"time\":9}");
+	struct sp_stack_frame frames[2] = { { 0x10, 3, 0x4, 0 }, { 0, SP_NO_MODULE, 1, 8 } };
+	stack_frames = frames;
+	CHECK_RECORD(write_stack_2, 5, "{\"t\":\"stack\",\"id\":5,\"frames\":[[16,3,4,0],[0,null,1,8]]}");
+	struct sp_inline inl = { "work", NULL, 22 };
+	struct sp_frame_rec fr = { .id = 1, .addr = 0x10, .origin = "debuginfo", .name = "main",
+				   .has_module = true, .module = 0, .file = "w.c", .line = 31,
+				   .inl = &inl, .ninl = 1, .flags = 6 };
+	CHECK_RECORD(sp_write_frame, &fr,
+		     "{\"t\":\"frame\",\"id\":1,\"addr\":16,\"origin\":\"debuginfo\",\"name\":\"main\","
+		     "\"module\":0,\"file\":\"w.c\",\"line\":31,"
+		     "\"inline\":[{\"name\":\"work\",\"line\":22}],\"flags\":6}");
+	struct sp_module_rec mod = { .id = 2, .path = "[vdso]", .kind = "vdso", .pid = 4 };
+	CHECK_RECORD(sp_write_module, &mod,
+		     "{\"t\":\"module\",\"id\":2,\"path\":\"[vdso]\",\"kind\":\"vdso\",\"pid\":4}");
 	struct sp_task_rec exit_rec = { 7, 1, 8, 1, 10, false };
 	CHECK_RECORD(sp_write_task, &exit_rec,
 		     "{\"t\":\"exit\",\"pid\":7,\"ppid\":1,\"tid\":8,\"ptid\":1,\"time\":10}");

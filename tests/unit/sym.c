@@ -359,7 +359,7 @@ SP_TEST(symbolizer_interns_and_names_what_it_cannot_look_up)
 	struct sp_symframe out;
 	uint64_t id, id2;
 	add_module(sym, "#0", "/nonexistent/dir/libgone.so", "elf", "#1");
-	struct sp_frame_ref f = { 0x7f0000001234, 0, 0x1234, SP_FRAME_USER | SP_FRAME_RETADDR };
+	struct sp_stack_frame f = { 0x7f0000001234, 0, 0x1234, SP_FRAME_USER | SP_FRAME_RETADDR };
 	SP_CHECK(sp_symbolizer_intern(sym, &f, &id) == 1 && id == 0);
 	SP_CHECK(sp_symbolizer_intern(sym, &f, &id2) == 0 && id2 == 0);
 	sp_symbolizer_resolve(sym, &f, &out);
@@ -368,27 +368,27 @@ SP_TEST(symbolizer_interns_and_names_what_it_cannot_look_up)
 	SP_CHECK(out.has_module && out.module == 0);
 	SP_CHECK(out.flags == SP_SYM_RETADDR);
 	/* Another address, a frame without a module, a kernel frame: new ids. */
-	struct sp_frame_ref g = { 0x5000, SP_NO_MODULE, 0x5000, SP_FRAME_USER };
+	struct sp_stack_frame g = { 0x5000, SP_NO_MODULE, 0x5000, SP_FRAME_USER };
 	SP_CHECK(sp_symbolizer_intern(sym, &g, &id) == 1 && id == 1);
 	sp_symbolizer_resolve(sym, &g, &out);
 	SP_CHECK_STR(out.name, "0x5000");
 	SP_CHECK(!out.has_module);
-	struct sp_frame_ref k = { 0xffffffff81000010, SP_NO_MODULE, 0, SP_FRAME_KERNEL };
+	struct sp_stack_frame k = { 0xffffffff81000010, SP_NO_MODULE, 0, SP_FRAME_KERNEL };
 	SP_CHECK(sp_symbolizer_intern(sym, &k, &id) == 1 && id == 2);
 	sp_symbolizer_resolve(sym, &k, &out);
 	SP_CHECK_STR(out.name, "[kernel]+0xffffffff81000010");
 	SP_CHECK(out.flags == SP_SYM_KERNEL);
 	/* Markers differ by their reason, not their address. */
-	struct sp_frame_ref m1 = { 0x1, 0, SP_END_TRUNCATED, SP_FRAME_MARKER };
-	struct sp_frame_ref m2 = { 0x2, 0, SP_END_TRUNCATED, SP_FRAME_MARKER };
-	struct sp_frame_ref m3 = { 0x1, 0, SP_END_NO_CFI, SP_FRAME_MARKER };
+	struct sp_stack_frame m1 = { 0x1, 0, SP_END_TRUNCATED, SP_FRAME_MARKER };
+	struct sp_stack_frame m2 = { 0x2, 0, SP_END_TRUNCATED, SP_FRAME_MARKER };
+	struct sp_stack_frame m3 = { 0x1, 0, SP_END_NO_CFI, SP_FRAME_MARKER };
 	SP_CHECK(sp_symbolizer_intern(sym, &m1, &id) == 1);
 	SP_CHECK(sp_symbolizer_intern(sym, &m2, &id2) == 0 && id2 == id);
 	SP_CHECK(sp_symbolizer_intern(sym, &m3, &id2) == 1 && id2 == id + 1);
 	sp_symbolizer_resolve(sym, &m3, &out);
 	SP_CHECK_STR(out.name, "[no_cfi]");
 	SP_CHECK(out.flags == SP_SYM_MARKER && !out.has_module);
-	struct sp_frame_ref m4 = { 0x1, 0, 999, SP_FRAME_MARKER };
+	struct sp_stack_frame m4 = { 0x1, 0, 999, SP_FRAME_MARKER };
 	sp_symbolizer_resolve(sym, &m4, &out);
 	SP_CHECK_STR(out.name, "[marker 999]");
 	struct sp_sym_stats st;
@@ -423,14 +423,14 @@ SP_TEST(symbolizer_trusts_only_safe_perf_maps)
 	struct sp_symframe out;
 	uint64_t id;
 	add_module(sym, "#3", "//anon", "jit", "#4242");
-	struct sp_frame_ref fr = { 0x1010, 3, 0x10, SP_FRAME_JIT | SP_FRAME_RETADDR };
+	struct sp_stack_frame fr = { 0x1010, 3, 0x10, SP_FRAME_JIT | SP_FRAME_RETADDR };
 	SP_CHECK(sp_symbolizer_intern(sym, &fr, &id) == 1);
 	sp_symbolizer_resolve(sym, &fr, &out);
 	SP_CHECK_STR(out.name, "jitted_fn");
 	SP_CHECK(out.origin == SP_ORIGIN_PERF_MAP && out.offset == 0x10 && out.has_offset);
 	SP_CHECK(out.flags == (SP_SYM_JIT | SP_SYM_RETADDR));
 	/* Start-up scaffolding is hidden, wherever its name comes from. */
-	struct sp_frame_ref st = { 0x3001, 3, 0x1, SP_FRAME_JIT };
+	struct sp_stack_frame st = { 0x3001, 3, 0x1, SP_FRAME_JIT };
 	sp_symbolizer_resolve(sym, &st, &out);
 	SP_CHECK_STR(out.name, "_start");
 	SP_CHECK(out.flags == (SP_SYM_JIT | SP_SYM_HIDDEN));
@@ -444,7 +444,7 @@ SP_TEST(symbolizer_trusts_only_safe_perf_maps)
 		fclose(f);
 	}
 	chmod(path, 0666);
-	struct sp_frame_ref pl = { 0x1010, 4, 0x10, SP_FRAME_JIT };
+	struct sp_stack_frame pl = { 0x1010, 4, 0x10, SP_FRAME_JIT };
 	sp_symbolizer_resolve(sym, &pl, &out);
 	SP_CHECK(out.origin == SP_ORIGIN_ADDRESS_ONLY);
 	SP_CHECK_STR(out.name, "anon+0x10");
@@ -453,7 +453,7 @@ SP_TEST(symbolizer_trusts_only_safe_perf_maps)
 	snprintf(link, sizeof(link), "%s/perf-4444.map", dir);
 	snprintf(path, sizeof(path), "%s/perf-4242.map", dir);
 	SP_CHECK(symlink(path, link) == 0);
-	struct sp_frame_ref sl = { 0x1010, 5, 0x10, SP_FRAME_JIT };
+	struct sp_stack_frame sl = { 0x1010, 5, 0x10, SP_FRAME_JIT };
 	sp_symbolizer_resolve(sym, &sl, &out);
 	SP_CHECK(out.origin == SP_ORIGIN_ADDRESS_ONLY);
 	struct sp_sym_stats stats;
