@@ -107,25 +107,19 @@ static int symbolize_stack(struct sp_symbolizer *sym, struct sp_writer *w,
 static void write_counters(struct sp_symbolizer *sym, struct sp_writer *w)
 {
 	struct sp_sym_stats st;
-	struct sp_mapw m, om;
+	const char *names[SP_ORIGIN_COUNT];
 	sp_symbolizer_stats(sym, &st);
-	sp_mapw_begin(&m, w);
-	sp_mapw_str(&m, "t", "symbolize");
-	sp_mapw_u64(&m, "frames", st.frames);
-	sp_mapw_key(&m, "origins");
-	sp_mapw_begin(&om, w);
 	for (int i = 0; i < SP_ORIGIN_COUNT; i++)
-		sp_mapw_u64(&om, sp_sym_origin_name((enum sp_sym_origin)i), st.by_origin[i]);
-	sp_mapw_end(&om);
-	sp_mapw_u64(&m, "address_only", st.by_origin[SP_ORIGIN_ADDRESS_ONLY]);
-	sp_mapw_u64(&m, "modules_missing", st.modules_missing);
-	sp_mapw_u64(&m, "modules_mismatched", st.modules_mismatched);
-	sp_mapw_u64(&m, "debuginfo_modules", st.debuginfo_modules);
-	sp_mapw_u64(&m, "perf_maps_loaded", st.perf_maps.loaded);
-	sp_mapw_u64(&m, "perf_maps_refused", st.perf_maps.refused);
-	sp_mapw_u64(&m, "perf_map_lines_skipped", st.perf_maps.lines_skipped);
-	sp_mapw_str(&m, "kallsyms", st.kallsyms);
-	sp_mapw_end(&m);
+		names[i] = sp_sym_origin_name((enum sp_sym_origin)i);
+	struct sp_symbolize_rec s = {
+		.frames = st.frames, .origin_names = names, .origin_counts = st.by_origin,
+		.norigins = SP_ORIGIN_COUNT, .address_only = st.by_origin[SP_ORIGIN_ADDRESS_ONLY],
+		.modules_missing = st.modules_missing, .modules_mismatched = st.modules_mismatched,
+		.debuginfo_modules = st.debuginfo_modules, .perf_maps_loaded = st.perf_maps.loaded,
+		.perf_maps_refused = st.perf_maps.refused,
+		.perf_map_lines_skipped = st.perf_maps.lines_skipped, .kallsyms = st.kallsyms,
+	};
+	sp_write_symbolize(w, &s);
 }
 
 /* The tool's own long options, then the symbolizer's. */

@@ -283,33 +283,16 @@ static void write_unwind_record(struct state *st)
 {
 	struct sp_unwind_stats us;
 	sp_unwinder_stats(st->u, &us);
-	struct sp_mapw m, e;
-	sp_mapw_begin(&m, st->w);
-	sp_mapw_str(&m, "t", "unwind");
-	sp_mapw_u64(&m, "samples", st->samples);
-	sp_mapw_u64(&m, "user_samples", st->user_samples);
-	sp_mapw_u64(&m, "complete", st->ends[SP_END_COMPLETE]);
-	sp_mapw_u64(&m, "frames", st->frames_out);
-	sp_mapw_u64(&m, "stacks", st->nstacks);
-	sp_mapw_u64(&m, "modules", st->next_module);
-	msgpack_pack_array(sp_mapw_key(&m, "ends"), SP_END_COUNT);
-	for (int c = 0; c < SP_END_COUNT; c++) {
-		sp_mapw_begin(&e, st->w);
-		sp_mapw_u64(&e, "code", (uint64_t)c);
-		sp_mapw_str(&e, "kind", sp_unwind_end_name((enum sp_unwind_end)c));
-		sp_mapw_u64(&e, "count", st->ends[c]);
-		sp_mapw_str(&e, "description", sp_unwind_end_description((enum sp_unwind_end)c));
-		sp_mapw_end(&e);
-	}
-	sp_mapw_u64(&m, "bad_shared_copies", st->bad_copies);
-	sp_mapw_u64(&m, "cache_hits", us.cache_hits);
-	sp_mapw_u64(&m, "cache_misses", us.cache_misses);
-	sp_mapw_u64(&m, "fp_frames", us.fp_frames);
-	sp_mapw_u64(&m, "scan_frames", us.scan_frames);
-	sp_mapw_u64(&m, "modules_opened", us.modules_opened);
-	sp_mapw_u64(&m, "modules_missing", us.modules_missing);
-	sp_mapw_u64(&m, "modules_mismatched", us.modules_mismatched);
-	sp_mapw_end(&m);
+	struct sp_unwind_rec u = {
+		.samples = st->samples, .user_samples = st->user_samples,
+		.frames = st->frames_out, .stacks = st->nstacks, .modules = st->next_module,
+		.ends = st->ends, .bad_shared_copies = st->bad_copies,
+		.cache_hits = us.cache_hits, .cache_misses = us.cache_misses,
+		.fp_frames = us.fp_frames, .scan_frames = us.scan_frames,
+		.modules_opened = us.modules_opened, .modules_missing = us.modules_missing,
+		.modules_mismatched = us.modules_mismatched,
+	};
+	sp_write_unwind(st->w, &u);
 }
 
 /* The capture summary with this stage's truncation count. */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "capture/internal.h"
+#include "stream/records.h"
 #include "stream/header.h"
 
 #if defined(__x86_64__)
@@ -322,40 +323,21 @@ static void pack_summary(struct sp_recorder *r, uint64_t end)
 {
 	uint64_t lost = r->lost_events > r->lost_samples_format ?
 			r->lost_events : r->lost_samples_format;
-	struct sp_mapw m;
-	sp_mapw_begin(&m, r->w);
-	sp_mapw_str(&m, "t", "summary");
-	sp_mapw_u64(&m, "sample_events", r->sample_events);
-	sp_mapw_u64(&m, "samples", r->samples);
-	sp_mapw_u64(&m, "lost_events", lost);
-	sp_mapw_u64(&m, "empty_stack_samples", r->empty_stack);
-	sp_mapw_u64(&m, "truncated_frame_markers", r->truncated);
-	sp_mapw_u64(&m, "ignored_user_callchain_frames", r->ignored_user);
-	sp_mapw_bool(&m, "kernel_enabled", r->kernel_enabled);
-	msgpack_pack_array(sp_mapw_key(&m, "error_stats"), SP_E_COUNT);
-	for (int e = 0; e < SP_E_COUNT; e++) {
-		struct sp_mapw s;
-		sp_mapw_begin(&s, r->w);
-		sp_mapw_str(&s, "kind", sp_error_kind_name((enum sp_error_kind)e));
-		sp_mapw_u64(&s, "count", r->errors[e]);
-		sp_mapw_str(&s, "description", sp_error_kind_description((enum sp_error_kind)e));
-		sp_mapw_end(&s);
-	}
-	sp_mapw_u64(&m, "skipped_no_pid", r->skipped_no_pid);
-	sp_mapw_u64(&m, "skipped_no_tid", r->skipped_no_tid);
-	sp_mapw_u64(&m, "skipped_no_time", r->skipped_no_time);
-	sp_mapw_u64(&m, "skipped_no_frames", r->skipped_no_frames);
-	sp_mapw_u64(&m, "lost_samples", r->lost_samples_format);
-	sp_mapw_u64(&m, "throttle_events", r->throttles);
-	sp_mapw_u64(&m, "processes", r->procs.count);
-	sp_mapw_u64(&m, "threads", r->tids.count);
-	sp_mapw_u64(&m, "duration_ns", r->started ? end - r->start_ns : 0);
-	sp_mapw_u64(&m, "time", end);
-	if (r->child > 0 && r->child_status >= 0) {
-		int st = r->child_status;
-		sp_mapw_i64(&m, "command_status", WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st));
-	}
-	sp_mapw_end(&m);
+	int st = r->child_status;
+	struct sp_summary_rec s = {
+		.sample_events = r->sample_events, .samples = r->samples, .lost_events = lost,
+		.empty_stack_samples = r->empty_stack, .truncated_frame_markers = r->truncated,
+		.ignored_user_callchain_frames = r->ignored_user,
+		.kernel_enabled = r->kernel_enabled, .errors = r->errors,
+		.skipped_no_pid = r->skipped_no_pid, .skipped_no_tid = r->skipped_no_tid,
+		.skipped_no_time = r->skipped_no_time, .skipped_no_frames = r->skipped_no_frames,
+		.lost_samples = r->lost_samples_format, .throttle_events = r->throttles,
+		.processes = r->procs.count, .threads = r->tids.count,
+		.duration_ns = r->started ? end - r->start_ns : 0, .time = end,
+		.has_command_status = r->child > 0 && st >= 0,
+		.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st),
+	};
+	sp_write_summary(r->w, &s);
 }
 
 int sp_recorder_finish(struct sp_recorder *r)

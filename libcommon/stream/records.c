@@ -3,6 +3,7 @@
 
 #include "stream/records.h"
 #include "stream/stream.h"
+#include "stream/vocab.h"
 
 void sp_write_comm(struct sp_writer *w, const struct sp_comm_rec *c)
 {
@@ -290,5 +291,93 @@ void sp_write_symstack(struct sp_writer *w, uint64_t id, const uint64_t *frames,
 	msgpack_pack_array(pk, n);
 	for (size_t i = 0; i < n; i++)
 		msgpack_pack_uint64(pk, frames[i]);
+	sp_mapw_end(&m);
+}
+
+void sp_write_summary(struct sp_writer *w, const struct sp_summary_rec *s)
+{
+	struct sp_mapw m, e;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "summary");
+	sp_mapw_u64(&m, "sample_events", s->sample_events);
+	sp_mapw_u64(&m, "samples", s->samples);
+	sp_mapw_u64(&m, "lost_events", s->lost_events);
+	sp_mapw_u64(&m, "empty_stack_samples", s->empty_stack_samples);
+	sp_mapw_u64(&m, "truncated_frame_markers", s->truncated_frame_markers);
+	sp_mapw_u64(&m, "ignored_user_callchain_frames", s->ignored_user_callchain_frames);
+	sp_mapw_bool(&m, "kernel_enabled", s->kernel_enabled);
+	msgpack_pack_array(sp_mapw_key(&m, "error_stats"), SP_E_COUNT);
+	for (int k = 0; k < SP_E_COUNT; k++) {
+		sp_mapw_begin(&e, w);
+		sp_mapw_str(&e, "kind", sp_error_kind_name((enum sp_error_kind)k));
+		sp_mapw_u64(&e, "count", s->errors[k]);
+		sp_mapw_str(&e, "description", sp_error_kind_description((enum sp_error_kind)k));
+		sp_mapw_end(&e);
+	}
+	sp_mapw_u64(&m, "skipped_no_pid", s->skipped_no_pid);
+	sp_mapw_u64(&m, "skipped_no_tid", s->skipped_no_tid);
+	sp_mapw_u64(&m, "skipped_no_time", s->skipped_no_time);
+	sp_mapw_u64(&m, "skipped_no_frames", s->skipped_no_frames);
+	sp_mapw_u64(&m, "lost_samples", s->lost_samples);
+	sp_mapw_u64(&m, "throttle_events", s->throttle_events);
+	sp_mapw_u64(&m, "processes", s->processes);
+	sp_mapw_u64(&m, "threads", s->threads);
+	sp_mapw_u64(&m, "duration_ns", s->duration_ns);
+	sp_mapw_u64(&m, "time", s->time);
+	if (s->has_command_status)
+		sp_mapw_i64(&m, "command_status", s->command_status);
+	sp_mapw_end(&m);
+}
+
+void sp_write_unwind(struct sp_writer *w, const struct sp_unwind_rec *u)
+{
+	struct sp_mapw m, e;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "unwind");
+	sp_mapw_u64(&m, "samples", u->samples);
+	sp_mapw_u64(&m, "user_samples", u->user_samples);
+	sp_mapw_u64(&m, "complete", u->ends[SP_END_COMPLETE]);
+	sp_mapw_u64(&m, "frames", u->frames);
+	sp_mapw_u64(&m, "stacks", u->stacks);
+	sp_mapw_u64(&m, "modules", u->modules);
+	msgpack_pack_array(sp_mapw_key(&m, "ends"), SP_END_COUNT);
+	for (int c = 0; c < SP_END_COUNT; c++) {
+		sp_mapw_begin(&e, w);
+		sp_mapw_u64(&e, "code", (uint64_t)c);
+		sp_mapw_str(&e, "kind", sp_unwind_end_name((enum sp_unwind_end)c));
+		sp_mapw_u64(&e, "count", u->ends[c]);
+		sp_mapw_str(&e, "description", sp_unwind_end_description((enum sp_unwind_end)c));
+		sp_mapw_end(&e);
+	}
+	sp_mapw_u64(&m, "bad_shared_copies", u->bad_shared_copies);
+	sp_mapw_u64(&m, "cache_hits", u->cache_hits);
+	sp_mapw_u64(&m, "cache_misses", u->cache_misses);
+	sp_mapw_u64(&m, "fp_frames", u->fp_frames);
+	sp_mapw_u64(&m, "scan_frames", u->scan_frames);
+	sp_mapw_u64(&m, "modules_opened", u->modules_opened);
+	sp_mapw_u64(&m, "modules_missing", u->modules_missing);
+	sp_mapw_u64(&m, "modules_mismatched", u->modules_mismatched);
+	sp_mapw_end(&m);
+}
+
+void sp_write_symbolize(struct sp_writer *w, const struct sp_symbolize_rec *s)
+{
+	struct sp_mapw m, om;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "symbolize");
+	sp_mapw_u64(&m, "frames", s->frames);
+	sp_mapw_key(&m, "origins");
+	sp_mapw_begin(&om, w);
+	for (size_t i = 0; i < s->norigins; i++)
+		sp_mapw_u64(&om, s->origin_names[i], s->origin_counts[i]);
+	sp_mapw_end(&om);
+	sp_mapw_u64(&m, "address_only", s->address_only);
+	sp_mapw_u64(&m, "modules_missing", s->modules_missing);
+	sp_mapw_u64(&m, "modules_mismatched", s->modules_mismatched);
+	sp_mapw_u64(&m, "debuginfo_modules", s->debuginfo_modules);
+	sp_mapw_u64(&m, "perf_maps_loaded", s->perf_maps_loaded);
+	sp_mapw_u64(&m, "perf_maps_refused", s->perf_maps_refused);
+	sp_mapw_u64(&m, "perf_map_lines_skipped", s->perf_map_lines_skipped);
+	sp_mapw_str(&m, "kallsyms", s->kallsyms);
 	sp_mapw_end(&m);
 }

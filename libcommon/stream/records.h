@@ -188,4 +188,44 @@ void sp_write_frame(struct sp_writer *w, const struct sp_frame_rec *f);
 /* "symstack": the frame ids of stack id, leaf first. */
 void sp_write_symstack(struct sp_writer *w, uint64_t id, const uint64_t *frames, size_t n);
 
+/*
+ * The counter records.  Each stage writes its own just before the
+ * summary; the error kinds and stack ends are written with their stable
+ * names and descriptions (stream/vocab.h).
+ */
+
+/* "summary" (the recorder's). */
+struct sp_summary_rec {
+	uint64_t sample_events, samples, lost_events, empty_stack_samples;
+	uint64_t truncated_frame_markers, ignored_user_callchain_frames;
+	bool kernel_enabled;
+	const uint64_t *errors;		/* SP_E_COUNT counts, by enum sp_error_kind */
+	uint64_t skipped_no_pid, skipped_no_tid, skipped_no_time, skipped_no_frames;
+	uint64_t lost_samples, throttle_events, processes, threads, duration_ns, time;
+	bool has_command_status;
+	int64_t command_status;
+};
+void sp_write_summary(struct sp_writer *w, const struct sp_summary_rec *s);
+
+/* "unwind" (sp-unwind's). */
+struct sp_unwind_rec {
+	uint64_t samples, user_samples, frames, stacks, modules;
+	const uint64_t *ends;		/* SP_END_COUNT counts; [SP_END_COMPLETE] is "complete" */
+	uint64_t bad_shared_copies, cache_hits, cache_misses, fp_frames, scan_frames;
+	uint64_t modules_opened, modules_missing, modules_mismatched;
+};
+void sp_write_unwind(struct sp_writer *w, const struct sp_unwind_rec *u);
+
+/* "symbolize" (sp-symbolize's). */
+struct sp_symbolize_rec {
+	uint64_t frames;
+	const char *const *origin_names;	/* norigins names and their counts */
+	const uint64_t *origin_counts;
+	size_t norigins;
+	uint64_t address_only, modules_missing, modules_mismatched, debuginfo_modules;
+	uint64_t perf_maps_loaded, perf_maps_refused, perf_map_lines_skipped;
+	const char *kallsyms;
+};
+void sp_write_symbolize(struct sp_writer *w, const struct sp_symbolize_rec *s);
+
 #endif

@@ -210,3 +210,29 @@ SP_TEST(record_writers_follow_the_spec)
 	CHECK_RECORD(sp_write_task, &exit_rec,
 		     "{\"t\":\"exit\",\"pid\":7,\"ppid\":1,\"tid\":8,\"ptid\":1,\"time\":10}");
 }
+
+SP_TEST(summary_writer_lists_every_error_kind)
+{
+	uint64_t errors[SP_E_COUNT] = { 0 };
+	errors[SP_E_UNKNOWN_PROCESS] = 3;
+	struct sp_summary_rec s = { .samples = 10, .errors = errors, .time = 5 };
+	for (int with_status = 0; with_status < 2; with_status++) {
+		s.has_command_status = with_status;
+		s.command_status = -9;
+		struct capture a;
+		unsigned char b[4096];
+		cap_open(&a);
+		sp_write_summary(a.w, &s);
+		size_t n = cap_close(&a, b, sizeof(b));
+		struct sp_buf out = SP_BUF_INIT;
+		render_one(b, n, &out);
+		SP_CHECK(out.p && strncmp(out.p, "{\"t\":\"summary\",\"sample_events\":0,\"samples\":10,", 46) == 0);
+		SP_CHECK(out.p && strstr(out.p, "{\"kind\":\"unknown_process\",\"count\":3,"));
+		size_t kinds = 0;
+		for (const char *q = out.p; q && (q = strstr(q, "\"kind\":")); q++)
+			kinds++;
+		SP_CHECK(kinds == SP_E_COUNT);
+		SP_CHECK(out.p && (strstr(out.p, "\"command_status\":-9") != NULL) == with_status);
+		sp_buf_release(&out);
+	}
+}
