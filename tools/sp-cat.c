@@ -98,11 +98,7 @@ static void ps_reset(struct ps_state *s)
 		free(s->stacks[i]);
 	for (size_t i = 0; i < s->nmodules; i++)
 		free(s->modules[i]);
-	size_t i = 0;
-	void *comm;
-	while (sp_u64map_next(&s->procs, &i, NULL, &comm))
-		free(comm);
-	sp_u64map_release(&s->procs);
+	sp_u64map_release(&s->procs, free);
 	free(s->frames);
 	free(s->stacks);
 	free(s->modules);

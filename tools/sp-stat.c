@@ -902,8 +902,8 @@ int main(int argc, char **argv)
 		free(st.modpaths[i]);
 	free(st.modpaths);
 	free(st.procs.v);
-	sp_u64map_release(&st.procs.index);
+	sp_u64map_release(&st.procs.index, NULL);
 	free(st.threads.v);
-	sp_u64map_release(&st.threads.index);
+	sp_u64map_release(&st.threads.index, NULL);
 	return status;
 }

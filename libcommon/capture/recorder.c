@@ -121,13 +121,8 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->q);
 	free(r->tmp);
 	free(r->events);
-	size_t i = 0;
-	uint64_t k;
-	void *v;
-	while (sp_u64map_next(&r->procs, &i, &k, &v))
-		free(v);
-	sp_u64map_release(&r->procs);
-	sp_u64map_release(&r->tids);
+	sp_u64map_release(&r->procs, free);
+	sp_u64map_release(&r->tids, NULL);
 	sp_ustack_cache_release(&r->ustacks);
 	free(r->targets);
 	sp_hashmap_release(&r->bids, free_bid);

@@ -238,8 +238,8 @@ void fold_tables_release(struct sp_fold *f)
 {
 	sp_hashmap_release(&f->frame_map, free_frame_ent);
 	sp_hashmap_release(&f->stack_map, free_stack_ent);
-	sp_u64map_release(&f->thread_map);
-	sp_u64map_release(&f->count_map);
+	sp_u64map_release(&f->thread_map, NULL);
+	sp_u64map_release(&f->count_map, NULL);
 	for (size_t i = 0; i < f->nstrings; i++)
 		free(f->strings[i]);
 	free(f->strings);

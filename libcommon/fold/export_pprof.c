@@ -533,8 +533,8 @@ int sp_fold_write_pprof(const struct sp_fold_view *v, FILE *out, struct sp_error
 	free(p.locs);
 	sp_hashmap_release(&p.str_map, free_str_ent);
 	sp_hashmap_release(&p.loc_map, free_loc_ent);
-	sp_u64map_release(&p.map_ids);
-	sp_u64map_release(&p.func_ids);
+	sp_u64map_release(&p.map_ids, NULL);
+	sp_u64map_release(&p.func_ids, NULL);
 	sp_buf_release(&p.table);
 	sp_buf_release(&p.clean);
 	sp_buf_release(&body);

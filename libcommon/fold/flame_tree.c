@@ -280,7 +280,7 @@ void sp_flame_tree_release(struct flame_tree *t)
 	free(t->names.str);
 	free(t->names.rank);
 	free(t->node);
-	sp_u64map_release(&t->children);
+	sp_u64map_release(&t->children, NULL);
 	free(t->start);
 	free(t->child);
 	free(t->frames);

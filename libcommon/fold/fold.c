@@ -39,11 +39,7 @@ struct sp_fold *sp_fold_new(const struct sp_fold_options *o)
 /* Frees the names of a pid- or tid-keyed map and empties it. */
 static void names_release(struct sp_u64map *m)
 {
-	size_t i = 0;
-	void *v;
-	while (sp_u64map_next(m, &i, NULL, &v))
-		free(v);
-	sp_u64map_release(m);
+	sp_u64map_release(m, free);
 }
 
 static void reset_segment(struct sp_fold *f)

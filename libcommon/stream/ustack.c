@@ -18,8 +18,9 @@ void sp_ustack_cache_init(struct sp_ustack_cache *c)
 	sp_u64map_init(&c->threads);
 }
 
-static void copy_free(struct sp_ustack_copy *u)
+static void copy_free(void *v)
 {
+	struct sp_ustack_copy *u = v;
 	if (u) {
 		free(u->buf);
 		free(u);
@@ -28,12 +29,7 @@ static void copy_free(struct sp_ustack_copy *u)
 
 void sp_ustack_cache_release(struct sp_ustack_cache *c)
 {
-	size_t i = 0;
-	uint64_t tid;
-	void *v;
-	while (sp_u64map_next(&c->threads, &i, &tid, &v))
-		copy_free(v);
-	sp_u64map_release(&c->threads);
+	sp_u64map_release(&c->threads, copy_free);
 }
 
 void sp_ustack_forget(struct sp_ustack_cache *c, uint32_t tid)

@@ -160,6 +160,13 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 	return e;
 }
 
+static void symres_free(void *v)
+{
+	struct sp_symres *r = v;
+	free(r->inl);
+	free(r);
+}
+
 void sp_elfsym_free(struct sp_elfsym *e)
 {
 	if (!e)
@@ -167,15 +174,7 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	if (e->dwfl)
 		dwfl_end(e->dwfl);
 	sp_symtab_release(&e->syms);
-	size_t it = 0;
-	uint64_t addr;
-	void *v;
-	while (sp_u64map_next(&e->cache, &it, &addr, &v)) {
-		struct sp_symres *r = v;
-		free(r->inl);
-		free(r);
-	}
-	sp_u64map_release(&e->cache);
+	sp_u64map_release(&e->cache, symres_free);
 	for (size_t i = 0; i < e->nstrings; i++)
 		free(e->strings[i]);
 	free(e->strings);

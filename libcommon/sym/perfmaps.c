@@ -48,12 +48,14 @@ struct sp_perfmaps *sp_perfmaps_new(const struct sp_sym_search *s, sp_sym_warn_f
 
 void sp_perfmaps_reset(struct sp_perfmaps *pm)
 {
-	size_t i = 0;
-	uint64_t pid;
-	void *v;
-	while (sp_u64map_next(&pm->procs, &i, &pid, &v))
-		free(v);
-	sp_u64map_release(&pm->procs);
+	sp_u64map_release(&pm->procs, free);
+}
+
+static void perfmap_free(void *v)
+{
+	struct perfmap *m = v;
+	sp_symtab_release(&m->t);
+	free(m);
 }
 
 void sp_perfmaps_free(struct sp_perfmaps *pm)
@@ -61,15 +63,7 @@ void sp_perfmaps_free(struct sp_perfmaps *pm)
 	if (!pm)
 		return;
 	sp_perfmaps_reset(pm);
-	size_t i = 0;
-	uint64_t pid;
-	void *v;
-	while (sp_u64map_next(&pm->maps, &i, &pid, &v)) {
-		struct perfmap *m = v;
-		sp_symtab_release(&m->t);
-		free(m);
-	}
-	sp_u64map_release(&pm->maps);
+	sp_u64map_release(&pm->maps, perfmap_free);
 	free(pm);
 }
 

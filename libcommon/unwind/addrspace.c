@@ -86,17 +86,16 @@ static void free_objects(struct sp_addrspaces *a, void (*free_priv)(void *))
 	sp_hashmap_init(&a->ids, objent_cmp);
 }
 
+static void proc_free(void *v)
+{
+	struct proc *p = v;
+	free(p->maps);
+	free(p);
+}
+
 void sp_addrspaces_reset(struct sp_addrspaces *a, void (*free_priv)(void *))
 {
-	size_t i = 0;
-	uint64_t pid;
-	void *v;
-	while (sp_u64map_next(&a->procs, &i, &pid, &v)) {
-		struct proc *p = v;
-		free(p->maps);
-		free(p);
-	}
-	sp_u64map_release(&a->procs);
+	sp_u64map_release(&a->procs, proc_free);
 	a->lastp = NULL;
 	free_objects(a, free_priv);
 }

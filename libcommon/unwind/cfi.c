@@ -30,8 +30,9 @@ static bool is_breg(const Dwarf_Op *op, uint8_t *reg, int64_t *off)
 	return false;
 }
 
-static void free_rule(struct rule *r)
+static void free_rule(void *v)
 {
+	struct rule *r = v;
 	free(r->frame);
 	free(r->owned);
 	free(r->expr);
@@ -40,12 +41,7 @@ static void free_rule(struct rule *r)
 
 void sp_unwind_rules_free(struct modstate *ms)
 {
-	size_t i = 0;
-	uint64_t key;
-	void *val;
-	while (sp_u64map_next(&ms->rules, &i, &key, &val))
-		free_rule(val);
-	sp_u64map_release(&ms->rules);
+	sp_u64map_release(&ms->rules, free_rule);
 }
 
 /* Keeps an expression of a column; short ones are copied out of mem. */

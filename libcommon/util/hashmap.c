@@ -25,8 +25,11 @@ void sp_u64map_init(struct sp_u64map *m)
 	memset(m, 0, sizeof(*m));
 }
 
-void sp_u64map_release(struct sp_u64map *m)
+void sp_u64map_release(struct sp_u64map *m, void (*free_val)(void *))
 {
+	for (size_t i = 0; free_val && i < m->cap; i++)
+		if (m->vals[i])
+			free_val(m->vals[i]);
 	free(m->keys);
 	free(m->vals);
 	sp_u64map_init(m);

@@ -48,8 +48,11 @@ struct sp_u64map {
 
 void sp_u64map_init(struct sp_u64map *m);
 
-/* Frees the table (not the values) and leaves m empty. */
-void sp_u64map_release(struct sp_u64map *m);
+/*
+ * Frees the table, calling free_val (when not NULL) on every value, and
+ * leaves m empty.
+ */
+void sp_u64map_release(struct sp_u64map *m, void (*free_val)(void *));
 
 /* The value stored under key, or NULL. */
 static inline void *sp_u64map_get(const struct sp_u64map *m, uint64_t key)

@@ -116,7 +116,7 @@ SP_TEST(u64map_put_get_remove)
 		ok &= key % 8192 == 4096 && val == &vals[key / 4096];
 	}
 	SP_CHECK(ok && seen == 2500);
-	sp_u64map_release(&m);
+	sp_u64map_release(&m, NULL);
 	SP_CHECK(sp_u64map_get(&m, 4096) == NULL);
 }
 
@@ -139,7 +139,7 @@ SP_TEST(u64map_colliding_keys)
 	for (size_t j = 0; j < n; j++)
 		ok &= sp_u64map_get(&m, keys[j]) == (j == 2 ? NULL : &v[j + 1]);
 	SP_CHECK(ok && sp_u64map_get(&m, 0) == &v[0]);
-	sp_u64map_release(&m);
+	sp_u64map_release(&m, NULL);
 }
 
 struct word {
@@ -337,4 +337,24 @@ SP_TEST(partition_point)
 	SP_CHECK(SP_PARTITION_POINT(5, i, v[i] < 3) == 1);
 	SP_CHECK(SP_PARTITION_POINT(5, i, v[i] <= 9) == 5);
 	SP_CHECK(SP_PARTITION_POINT(0, i, v[i] <= 9) == 0);
+}
+
+static int values_freed;
+
+static void count_free(void *v)
+{
+	values_freed++;
+	free(v);
+}
+
+SP_TEST(u64map_release_frees_every_value)
+{
+	struct sp_u64map m = SP_U64MAP_INIT;
+	for (uint64_t k = 0; k < 100; k++)
+		SP_CHECK(sp_u64map_put(&m, k, malloc(8)) == 0);
+	free(sp_u64map_remove(&m, 5));	/* a removed value is the caller's */
+	values_freed = 0;
+	sp_u64map_release(&m, count_free);
+	SP_CHECK(values_freed == 99);
+	SP_CHECK(m.count == 0 && sp_u64map_get(&m, 7) == NULL);
 }
