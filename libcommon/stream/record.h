@@ -38,7 +38,9 @@
 	X(SUMMARY, "summary") \
 	X(UNWIND, "unwind") \
 	X(SYMBOLIZE, "symbolize") \
-	X(ARCHIVE, "archive")
+	X(ARCHIVE, "archive") \
+	X(IMAGE, "image") \
+	X(JITDUMP, "jitdump")
 
 enum sp_rtype {
 	SP_R_UNKNOWN = 0,
@@ -128,6 +130,16 @@ enum sp_vtype {
 	X(RUNTIME, "cpython", BOOL, SP_REQ) \
 	X(RUNTIME, "time", UINT, SP_OPT) \
 	X(RUNTIME, "via", STR, SP_OPT) \
+	X(IMAGE, "path", STR, SP_REQ) \
+	X(IMAGE, "build_id", BIN, SP_REQ) \
+	X(IMAGE, "data", BIN, SP_REQ) \
+	X(IMAGE, "pid", UINT, SP_OPT) \
+	X(IMAGE, "time", UINT, SP_OPT) \
+	X(JITDUMP, "pid", UINT, SP_REQ) \
+	X(JITDUMP, "path", STR, SP_REQ) \
+	X(JITDUMP, "off", UINT, SP_REQ) \
+	X(JITDUMP, "data", BIN, SP_REQ) \
+	X(JITDUMP, "time", UINT, SP_OPT) \
 	X(SAMPLE, "pid", UINT, SP_REQ) \
 	X(SAMPLE, "tid", UINT, SP_REQ) \
 	X(SAMPLE, "time", UINT, SP_REQ) \

@@ -83,7 +83,9 @@ const char *sp_stage_name(enum sp_stage s);
 	X(NO_USER_STACK, 7, "no_user_stack", "the sample has no stack copy: only the interrupted instruction is known") \
 	X(OUTSIDE_COPY, 8, "outside_copy", "a read fell outside the stack copy, which did not fill its window") \
 	X(CYCLE, 9, "cycle", "the stack pointer did not move up: the walk would loop") \
-	X(NO_MAPPING, 10, "no_mapping", "the address lies in no mapping the stream describes")
+	X(NO_MAPPING, 10, "no_mapping", "the address lies in no mapping the stream describes") \
+	X(BAD_FP, 11, "bad_fp", "the frame-pointer walk through code without CFI found a frame pointer that points nowhere on the stack") \
+	X(JIT_NO_MAP, 12, "jit_no_map", "the walk stopped in JIT code that no jitdump describes and frame pointers could not step over")
 
 enum sp_unwind_end {
 #define SP_X_END(e, n, s, d) SP_END_##e = n,
