@@ -431,6 +431,7 @@ int main(int argc, char **argv)
 			write_summary(&st, rec.map);
 			break;
 		case SP_R_PROCESS: case SP_R_MAP: case SP_R_FORK: case SP_R_EXEC: case SP_R_EXIT:
+		case SP_R_IMAGE: case SP_R_JITDUMP:
 			if (sp_addrspaces_apply(st.as, rec.type, rec.map) < 0)
 				sp_die(SP_EXIT_FATAL, "out of memory");
 			sp_writer_raw(st.w, rec.raw, rec.raw_len);

@@ -48,8 +48,8 @@ void sp_addrspaces_free(struct sp_addrspaces *a, void (*free_priv)(void *));
 void sp_addrspaces_reset(struct sp_addrspaces *a, void (*free_priv)(void *));
 
 /*
- * Applies a process, map, fork, exec or exit record; other records are
- * ignored.  Returns 0, or -1 when memory runs out.
+ * Applies a process, map, fork, exec, exit, image or jitdump record;
+ * other records are ignored.  Returns 0, or -1 when memory runs out.
  */
 int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 			const msgpack_object *rec);
