@@ -129,6 +129,21 @@ static void pack_args(msgpack_packer *pk, const char *cmd, size_t n)
 	}
 }
 
+void sp_write_image(struct sp_writer *w, const struct sp_image_rec *im)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "image");
+	sp_mapw_str(&m, "path", im->path);
+	sp_mapw_bin(&m, "build_id", im->build_id, (size_t)im->build_id_len);
+	sp_mapw_bin(&m, "data", im->data, im->len);
+	if (im->pid) {
+		sp_mapw_u64(&m, "pid", im->pid);
+		sp_mapw_u64(&m, "time", im->time);
+	}
+	sp_mapw_end(&m);
+}
+
 void sp_write_process(struct sp_writer *w, const struct sp_process_rec *p)
 {
 	struct sp_mapw m;

@@ -94,6 +94,18 @@ struct sp_archive_rec {
 };
 void sp_write_archive(struct sp_writer *w, const struct sp_archive_rec *a);
 
+/* "image": the bytes of a mapped object that is no file, such as the vDSO. */
+struct sp_image_rec {
+	const char *path;		/* the mapping's name, "[vdso]" */
+	const unsigned char *build_id;
+	int build_id_len;
+	const void *data;		/* the whole ELF image, len bytes */
+	size_t len;
+	uint32_t pid;			/* 0: neither pid nor time written */
+	uint64_t time;
+};
+void sp_write_image(struct sp_writer *w, const struct sp_image_rec *im);
+
 /* "process". */
 struct sp_process_rec {
 	uint32_t pid, ppid, uid;

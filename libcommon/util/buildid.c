@@ -25,14 +25,18 @@ static int note_build_id(Elf_Data *data, unsigned char *id)
 	return 0;
 }
 
-int sp_build_id_fd(int fd, unsigned char *id)
+static void init_libelf(void)
 {
 	static int initialised;
 	if (!initialised) {
 		elf_version(EV_CURRENT);
 		initialised = 1;
 	}
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+}
+
+/* The build-id of an opened ELF, which it ends. */
+static int elf_build_id(Elf *elf, unsigned char *id)
+{
 	if (!elf)
 		return -1;
 	int found = -1;
@@ -59,6 +63,18 @@ int sp_build_id_fd(int fd, unsigned char *id)
 	}
 	elf_end(elf);
 	return found;
+}
+
+int sp_build_id_fd(int fd, unsigned char *id)
+{
+	init_libelf();
+	return elf_build_id(elf_begin(fd, ELF_C_READ_MMAP, NULL), id);
+}
+
+int sp_build_id_mem(void *image, size_t size, unsigned char *id)
+{
+	init_libelf();
+	return elf_build_id(elf_memory(image, size), id);
 }
 
 int sp_build_id_path(const char *path, unsigned char *id)

@@ -14,6 +14,13 @@
  */
 int sp_build_id_fd(int fd, unsigned char *id);
 
+/*
+ * The same for an ELF image in memory, such as a vDSO: size bytes at
+ * image, which libelf may convert in place (give it a copy of bytes that
+ * must stay as they are).
+ */
+int sp_build_id_mem(void *image, size_t size, unsigned char *id);
+
 /* The same for a path; -1 also when the file cannot be opened. */
 int sp_build_id_path(const char *path, unsigned char *id);
 
