@@ -16,6 +16,7 @@
  *                and SIGCONT of targets, reaping the command
  *   recorder.c   the handle: new, free, start (header), poll, finish
  *                (summary)
+ *   vdso.c       the vDSO's image, read from the process, for the stream
  *
  * Invariants:
  * - Every record but the header and the summary goes through the queue,
@@ -133,6 +134,12 @@ struct sp_rec_bid {
 	unsigned char id[SP_BUILD_ID_MAX];
 };
 
+/* A build-id of a vDSO image already in the stream (vdso.c). */
+struct sp_rec_image {
+	int len;
+	unsigned char id[SP_BUILD_ID_MAX];
+};
+
 struct sp_recorder {
 	struct sp_recorder_options o;
 	struct sp_writer *w;
@@ -172,6 +179,8 @@ struct sp_recorder {
 	uint64_t start_ns;
 
 	struct sp_hashmap bids;		/* of struct sp_rec_bid, at most 4096 */
+	struct sp_rec_image *images;	/* the vDSO images written */
+	size_t nimages, allocimages;
 
 	/* Counters for the summary. */
 	uint64_t sample_events, samples, lost_events, lost_samples_format;
@@ -293,6 +302,16 @@ void sp_rec_synth_thread(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t t
 /* Queues pid's executable mappings; returns why it is CPython, or NULL. */
 const char *sp_rec_synth_maps(struct sp_recorder *r, pid_t pid, uint64_t time);
 void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p);
+
+/*
+ * vdso.c: the build-id of pid's [vdso] mapping [start, start + len) into
+ * bid: its length, or 0 when the image could not be read (counted).  The
+ * first time a build-id is seen, *image is set to the image (the caller
+ * frees it) and *size to its length, for the image record the mapping's
+ * record is preceded by; otherwise *image is NULL.
+ */
+int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+			 unsigned char *bid, void **image, size_t *size);
 
 /* attach.c */
 

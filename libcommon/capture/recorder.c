@@ -126,6 +126,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	sp_ustack_cache_release(&r->ustacks);
 	free(r->targets);
 	sp_hashmap_release(&r->bids, free_bid);
+	free(r->images);
 	free(r);
 }
 

@@ -1,0 +1,128 @@
+/*
+ * The vDSO in the stream (internal.h): the kernel's image is no file on
+ * disk, so a consumer on another host can unwind through it and name its
+ * functions only from a copy in the stream.  Each process's [vdso]
+ * mapping is read from /proc/PID/mem and known by its build-id; the
+ * first mapping of each build-id carries the image, written as an image
+ * record just before its map record.
+ */
+#include <elf.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture/internal.h"
+#include "util/alloc.h"
+#include "util/modfile.h"
+
+/* A vDSO is a few pages; a mapping larger than this is not one. */
+#define VDSO_MAX_LEN (1u << 20)
+
+/* Reads pid's memory [start, start + len) into a new buffer, or NULL. */
+static void *read_mem(pid_t pid, uint64_t start, uint64_t len)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	unsigned char *buf = malloc(len);
+	size_t got = 0;
+	while (buf && got < len) {
+		ssize_t n = pread(fd, buf + got, len - got, (off_t)(start + got));
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (got < len) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/*
+ * Whether pid runs an executable of sp-capture's own ELF class and
+ * machine.  The kernel maps one vDSO image per ABI in a boot, so such a
+ * process has the image sp-capture has; a 32-bit or x32 process has
+ * another.
+ */
+static bool same_abi(pid_t pid, const unsigned char *own)
+{
+	char path[64];
+	unsigned char eh[EI_NIDENT + 4];
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	ssize_t n = pread(fd, eh, sizeof(eh), 0);
+	close(fd);
+	/* e_ident, then e_type and e_machine: the same offsets in both classes. */
+	return n == (ssize_t)sizeof(eh) && memcmp(eh, ELFMAG, SELFMAG) == 0 &&
+	       eh[EI_CLASS] == own[EI_CLASS] && eh[EI_DATA] == own[EI_DATA] &&
+	       memcmp(eh + EI_NIDENT + 2, own + EI_NIDENT + 2, 2) == 0;
+}
+
+/*
+ * sp-capture's own vDSO in place of pid's, when pid's memory could not be
+ * read: only for a process of the same ABI whose mapping has the size of
+ * sp-capture's, which then holds the same image.  A new buffer, or NULL.
+ */
+static void *own_image(pid_t pid, uint64_t len, size_t *size)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	const void *own = sp_vdso_image(size);
+	if (!own || page <= 0 || (*size + (size_t)page - 1) / (size_t)page * (size_t)page != len ||
+	    !same_abi(pid, own))
+		return NULL;
+	void *copy = malloc(*size);
+	if (copy)
+		memcpy(copy, own, *size);
+	return copy;
+}
+
+/* Whether the image of this build-id was already given to the stream; notes it if not. */
+static bool image_seen(struct sp_recorder *r, const unsigned char *bid, int len)
+{
+	for (size_t i = 0; i < r->nimages; i++)
+		if (r->images[i].len == len && memcmp(r->images[i].id, bid, (size_t)len) == 0)
+			return true;
+	if (SP_ALLOC_GROW(r->images, r->nimages + 1, r->allocimages) == 0) {
+		struct sp_rec_image *im = &r->images[r->nimages++];
+		im->len = len;
+		memcpy(im->id, bid, (size_t)len);
+	}
+	return false;
+}
+
+int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+			 unsigned char *bid, void **image, size_t *size)
+{
+	*image = NULL;
+	*size = 0;
+	if (len == 0 || len > VDSO_MAX_LEN)
+		return 0;
+	void *buf = read_mem(pid, start, len);
+	size_t n = len;
+	if (!buf)
+		buf = own_image(pid, len, &n);
+	/* libelf may convert a copy in place: the build-id is read from another. */
+	void *probe = buf ? malloc(n) : NULL;
+	int bidlen = probe ? sp_build_id_mem(memcpy(probe, buf, n), n, bid) : -1;
+	free(probe);
+	if (bidlen <= 0) {
+		free(buf);
+		r->errors[SP_E_BUILD_ID_UNREADABLE]++;
+		return 0;
+	}
+	if (image_seen(r, bid, bidlen)) {
+		free(buf);
+	} else {
+		*image = buf;
+		*size = n;
+	}
+	return bidlen;
+}
