@@ -25,6 +25,7 @@ struct sp_elfsym {
 	Dwarf *dw;
 	Dwarf_Addr bias;
 	bool tried_dwarf;
+	bool go;		/* a Go program: names as Go shows them */
 	struct sp_symtab syms;
 	const char *sym_origin;
 	struct sp_u64map cache;	/* address -> struct sp_symres */
@@ -39,12 +40,45 @@ char *sp_demangle(const char *name)
 	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 }
 
+/*
+ * A Go function's name as Go's own tracebacks and pprof show it: the
+ * linker's ABI suffix dropped (runtime.goexit.abi0 is runtime.goexit),
+ * and the type arguments of a generic instantiation, which name the
+ * compiler's shapes (main.sum[go.shape.int_0]), shown as "[...]".
+ * Returns NULL when the name needs no change, or memory runs out.
+ */
+static char *go_name(const char *s)
+{
+	size_t len = strlen(s);
+	static const char *const abi[] = { ".abi0", ".abiinternal" };
+	for (int i = 0; i < 2; i++) {
+		size_t n = strlen(abi[i]);
+		if (len > n && strcmp(s + len - n, abi[i]) == 0)
+			len -= n;
+	}
+	const char *open = memchr(s, '[', len), *close = NULL;
+	for (const char *p = s + len; open && p > open && !close; p--)
+		if (p[-1] == ']')
+			close = p - 1;
+	if (len == strlen(s) && !close)
+		return NULL;
+	if (!close)
+		return strndup(s, len);
+	char *d = malloc(len + 6);
+	if (d)
+		snprintf(d, len + 6, "%.*s[...]%.*s", (int)(open - s), s,
+			 (int)(s + len - close - 1), close + 1);
+	return d;
+}
+
 /* Keeps a string for the module's lifetime; NULL stays NULL. */
 static const char *keep(struct sp_elfsym *e, const char *s, bool demangle)
 {
 	if (!s)
 		return NULL;
-	char *d = demangle && e->o.demangle ? sp_demangle(s) : NULL;
+	char *d = NULL;
+	if (demangle && e->o.demangle)
+		d = e->go ? go_name(s) : sp_demangle(s);
 	if (!d)
 		d = strdup(s);
 	if (!d)
@@ -156,6 +190,11 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 		sp_elfsym_free(e);
 		return NULL;
 	}
+	/* Go's linker writes these sections, also under -ldflags=-s. */
+	GElf_Addr b;
+	Elf *elf = dwfl_module_getelf(e->mod, &b);
+	e->go = elf_has_section(elf, 0, ".gopclntab") || elf_has_section(elf, 0, ".go.buildinfo") ||
+		elf_has_section(elf, 0, ".note.go.buildid");
 	build_symtab(e);
 	return e;
 }
