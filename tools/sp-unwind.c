@@ -430,6 +430,16 @@ int main(int argc, char **argv)
 			write_unwind_record(&st);
 			write_summary(&st, rec.map);
 			break;
+		case SP_R_RUNTIME: {
+			uint64_t pid = 0;
+			bool cpython = false;
+			if (sp_map_u64(rec.map, "pid", &pid) && pid <= UINT32_MAX &&
+			    sp_map_bool(rec.map, "cpython", &cpython) &&
+			    sp_unwinder_set_cpython(st.u, (uint32_t)pid, cpython) < 0)
+				sp_die(SP_EXIT_FATAL, "out of memory");
+			sp_writer_raw(st.w, rec.raw, rec.raw_len);
+			break;
+		}
 		case SP_R_PROCESS: case SP_R_MAP: case SP_R_FORK: case SP_R_EXEC: case SP_R_EXIT:
 		case SP_R_IMAGE: case SP_R_JITDUMP:
 			if (sp_addrspaces_apply(st.as, rec.type, rec.map) < 0)

@@ -61,6 +61,13 @@ struct sp_unwind_arch {
 	bool usable;
 	const char *unusable_why;	/* when not usable: the reason, a sentence part */
 	/*
+	 * Whether the n code bytes at p, which end at a return address, end
+	 * with a direct call (one whose target is in the instruction).  A
+	 * direct call from a file's code never targets JIT memory, so such a
+	 * return address found on a stack does not belong to a JIT frame.
+	 */
+	bool (*direct_call)(const unsigned char *p, size_t n);
+	/*
 	 * Loads one sample's registers: v[i] is the value of reg_names[i].
 	 * Sets out->pc and the DWARF columns the sample determines.
 	 */

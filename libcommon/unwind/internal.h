@@ -18,6 +18,7 @@ struct sp_unwinder {
 	struct sp_unwind_regmap regs;
 	const struct sp_unwind_arch *arch;
 	struct sp_unwind_stats st;
+	struct sp_u64map cpython;	/* pid -> non-NULL: a CPython process */
 };
 
 /* How a rule recovers one register of the caller. */
@@ -64,6 +65,8 @@ struct modstate {
 	struct load *loads;
 	size_t nloads;
 	struct sp_u64map rules;	/* looked-up address -> struct rule */
+	uint64_t entry;		/* the ELF entry point, when has_entry */
+	bool entry_read, has_entry;
 };
 
 /* The stack copy: it covers [base, base + len). */

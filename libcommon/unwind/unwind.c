@@ -5,6 +5,7 @@
  * a scan for a return address).  What differs between architectures
  * comes from the backend (arch.h); the modules' files from module.c.
  */
+#include <gelf.h>
 #include <stdlib.h>
 
 #include "unwind/internal.h"
@@ -23,13 +24,26 @@ struct sp_unwinder *sp_unwinder_new(const struct sp_unwind_options *o)
 		sp_unwind_regmap_native(&u->regs, &sp_arch_x86_64);
 	u->o.regs = NULL;
 	u->arch = u->regs.arch;
+	sp_u64map_init(&u->cpython);
 	elf_version(EV_CURRENT);
 	return u;
 }
 
 void sp_unwinder_free(struct sp_unwinder *u)
 {
+	if (!u)
+		return;
+	sp_u64map_release(&u->cpython, NULL);
 	free(u);
+}
+
+int sp_unwinder_set_cpython(struct sp_unwinder *u, uint32_t pid, bool cpython)
+{
+	if (!cpython) {
+		sp_u64map_remove(&u->cpython, pid);
+		return 0;
+	}
+	return sp_u64map_put(&u->cpython, pid, u) < 0 ? -1 : 0;
 }
 
 void sp_unwinder_stats(const struct sp_unwinder *u, struct sp_unwind_stats *s)
@@ -104,35 +118,104 @@ static int apply(const struct sp_unwind_arch *arch, const struct rule *r,
 	return 0;
 }
 
-/* Whether pc can be a return address: in a file mapping with CFI for pc - 1. */
-static bool plausible_ra(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
-			 uint64_t pc)
+/* How far a return address may lie from what it is checked against. */
+enum ra_kind {
+	RA_NONE,	/* in no mapping, or in a file that cannot be read */
+	RA_CFI,		/* in a module, with CFI for the calling instruction */
+	RA_CODE,	/* in JIT memory, or in a module without CFI there */
+};
+
+/*
+ * What a candidate return address lands in.  Code with CFI can be
+ * trusted most: a stale word on the stack rarely points just after a
+ * call in it.  JIT code and the builtins of a runtime have no CFI, and
+ * are only believed when a frame record led to them.
+ */
+static enum ra_kind ra_kind(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			    uint64_t pc)
 {
 	const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
-	if (!m || m->obj->anon)
-		return false;
+	if (!m || pc == 0)
+		return RA_NONE;
+	if (m->obj->anon)
+		return RA_CODE;
 	struct modstate *ms = sp_unwind_module(u, m->obj);
+	if (!ms || ms->state != M_OK)
+		return RA_NONE;
+	const struct rule *r = sp_unwind_rule(u, ms, sp_unwind_rel(u, m, pc) - 1);
+	return r && !r->none ? RA_CFI : RA_CODE;
+}
+
+/*
+ * Whether the frame a frame-pointer step led to, at a return address
+ * into code with CFI, unwinds one step further by its CFI to a caller in
+ * some code (or is the outermost frame).  Inside JIT code that does not
+ * keep frame pointers, the register may point at stale frame records
+ * left in the frame's slots by earlier calls; their return addresses are
+ * real but not this stack's, and their CFI then gives an impossible
+ * caller.
+ */
+static bool cfi_continues(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			  const struct stackcopy *c, struct sp_arch_regs *s)
+{
+	const struct sp_unwind_arch *arch = u->arch;
+	uint64_t pc = s->reg[arch->ra] & arch->ra_mask;
+	const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
+	struct modstate *ms = m && !m->obj->anon ? sp_unwind_module(u, m->obj) : NULL;
 	if (!ms || ms->state != M_OK)
 		return false;
 	const struct rule *r = sp_unwind_rule(u, ms, sp_unwind_rel(u, m, pc) - 1);
-	return r && !r->none;
+	struct sp_arch_regs next;
+	bool outermost = false;
+	if (!r || r->none)
+		return false;
+	s->pc = pc;
+	if (apply(arch, r, c, s, &next, &outermost) != 0)
+		return false;
+	if (outermost)
+		return true;
+	uint64_t npc = next.reg[arch->ra] & arch->ra_mask;
+	return next.reg[arch->sp] > s->reg[arch->sp] &&
+	       (npc == 0 || ra_kind(u, a, pid, npc) != RA_NONE);
+}
+
+/*
+ * Whether rel, a return address without CFI, lies just after the ELF
+ * entry point of its module: the first instructions the kernel ran, as
+ * in ld.so's _start ("mov %rsp, %rdi; call _dl_start") and
+ * _dl_start_user, which calls _dl_init and jumps to the program.  No
+ * frame lies above them, so a walk that reaches one is complete.
+ */
+static bool at_entry(struct modstate *ms, uint64_t rel)
+{
+	if (!ms->entry_read) {
+		GElf_Ehdr eh;
+		ms->entry_read = true;
+		if (ms->elf && gelf_getehdr(ms->elf, &eh) &&
+		    (eh.e_type == ET_DYN || eh.e_type == ET_EXEC)) {
+			ms->entry = eh.e_entry;
+			ms->has_entry = eh.e_entry != 0;
+		}
+	}
+	return ms->has_entry && rel > ms->entry && rel - ms->entry <= 64;
 }
 
 /*
  * One frame-pointer step through the frame record at the frame pointer.
- * The frame pointer of the frame being left lies a little above its
- * stack pointer; one far away belongs to no frame of this code.
+ * The record must lie in the copy, above the stack pointer and aligned;
+ * any of these failing means the register is no frame pointer here
+ * (SP_END_NO_CFI).  The caller judges the return address it yields.
  */
 static int fp_step(const struct sp_unwind_arch *arch, const struct stackcopy *c,
 		   const struct sp_arch_regs *s, struct sp_arch_regs *next)
 {
 	uint64_t fp = s->reg[arch->fp], sp = s->reg[arch->sp], nfp, ra;
 	int rc;
-	if (!(s->valid & (1u << arch->fp)) || fp < sp || (fp & 7) || fp - sp > 65536)
+	if (!(s->valid & (1u << arch->fp)) || fp < sp || (fp & 7))
 		return SP_END_NO_CFI;
 	if ((rc = sp_stack_read8(c, fp + arch->fp_prev, &nfp)) != 0 ||
 	    (rc = sp_stack_read8(c, fp + arch->fp_ra, &ra)) != 0)
-		return rc == SP_END_BAD_CFA ? SP_END_NO_CFI : rc;
+		return rc == SP_END_BAD_CFA || rc == SP_END_OUTSIDE_COPY ? SP_END_NO_CFI : rc;
 	next->reg[arch->fp] = nfp;
 	next->reg[arch->sp] = fp + arch->fp_cfa;
 	next->reg[arch->ra] = ra;
@@ -140,24 +223,43 @@ static int fp_step(const struct sp_unwind_arch *arch, const struct stackcopy *c,
 	return 0;
 }
 
+/* Whether the instruction before the return address ra is a direct call. */
+static bool after_direct_call(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			      uint64_t ra)
+{
+	const struct sp_mapping *m = sp_addrspaces_find(a, pid, ra);
+	struct modstate *ms = m && !m->obj->anon ? sp_unwind_module(u, m->obj) : NULL;
+	size_t size = 0;
+	const unsigned char *raw = ms && ms->elf ? (const void *)elf_rawfile(ms->elf, &size) : NULL;
+	uint64_t off = ra - m->start + m->pgoff;
+	if (!raw || off > size)
+		return false;
+	size_t n = off < 8 ? off : 8;
+	return u->arch->direct_call(raw + off - n, n);
+}
+
 /*
  * For code with neither CFI nor a frame pointer, such as CPython 3.12's
  * perf trampolines ("sub $8, %rsp; call *%rcx; add $8, %rsp; ret"): the
- * first of the next few stack words that is a plausible return address.
- * The code in between is taken to save no registers.
+ * first of the words [from, to) above the stack pointer that is a return
+ * address into code with CFI.  The code in between is taken to save no
+ * registers.  In a JIT frame the call must not have been a direct one:
+ * native code reaches JIT code through a pointer, and a word that says
+ * otherwise is a stale return address of an earlier call.
  */
 static int scan_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
 		     const struct stackcopy *c, const struct sp_arch_regs *s,
-		     struct sp_arch_regs *next)
+		     struct sp_arch_regs *next, int from, int to, bool jit)
 {
 	const struct sp_unwind_arch *arch = u->arch;
 	uint64_t sp = s->reg[arch->sp];
-	for (int i = 0; i < 16; i++) {
+	for (int i = from; i < to; i++) {
 		uint64_t v;
 		int rc = sp_stack_read8(c, sp + 8 * (uint64_t)i, &v);
 		if (rc)
 			return rc == SP_END_BAD_CFA ? SP_END_NO_CFI : rc;
-		if (v && plausible_ra(u, a, pid, v & arch->ra_mask)) {
+		if (v && ra_kind(u, a, pid, v & arch->ra_mask) == RA_CFI &&
+		    !(jit && after_direct_call(u, a, pid, v & arch->ra_mask))) {
 			next->valid = s->valid;
 			memcpy(next->reg, s->reg, arch->nregs * sizeof(*s->reg));
 			next->reg[arch->sp] = sp + 8 * (uint64_t)i + 8;
@@ -166,6 +268,68 @@ static int scan_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pi
 		}
 	}
 	return SP_END_NO_CFI;
+}
+
+/*
+ * Steps over a frame whose code has no CFI: JIT code, a runtime's
+ * builtins, hand-written assembly.  In order of trust:
+ *
+ * 1. the frame record at the frame pointer, if it returns into code with
+ *    CFI;
+ * 2. the frame record, if it returns into JIT code or code without CFI
+ *    (a JIT calling a JIT, or a builtin) and links to an older record
+ *    higher up the stack, or ends the chain with 0: runtimes that keep
+ *    frame pointers (V8 always, the JVM with -XX:+PreserveFramePointer)
+ *    chain their frames this way, and the DWARF walk resumes as soon as a
+ *    return address lands in code with CFI again;
+ * 3. a return address into code with CFI in the first two words at the
+ *    stack pointer: a trampoline that pushed nothing (CPython's, so only
+ *    in processes that a runtime record says are CPython);
+ * 4. for native code only, such a return address further up.  JIT frames
+ *    are not scanned: their slots hold stale return addresses of calls
+ *    made earlier from deeper frames.
+ *
+ * Returns 0 or why the walk ends here.
+ */
+static int nocfi_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+		      const struct stackcopy *c, const struct sp_arch_regs *s,
+		      struct sp_arch_regs *next, bool jit)
+{
+	const struct sp_unwind_arch *arch = u->arch;
+	uint64_t fp = s->reg[arch->fp];
+	int fprc = fp_step(arch, c, s, next);
+	if (fprc == 0) {
+		uint64_t nfp = next->reg[arch->fp];
+		switch (ra_kind(u, a, pid, next->reg[arch->ra] & arch->ra_mask)) {
+		case RA_CFI:
+			if (jit && (after_direct_call(u, a, pid, next->reg[arch->ra] & arch->ra_mask) ||
+				    !cfi_continues(u, a, pid, c, next)))
+				break;
+			u->st.fp_frames++;
+			return 0;
+		case RA_CODE:
+			if (nfp == 0 || (nfp > fp && !(nfp & 7))) {
+				u->st.fp_frames++;
+				return 0;
+			}
+			break;
+		case RA_NONE:
+			break;
+		}
+	}
+	int rc = SP_END_NO_CFI;
+	if (!jit || sp_u64map_get(&u->cpython, pid))
+		rc = scan_step(u, a, pid, c, s, next, 0, jit ? 2 : 16, jit);
+	if (rc == 0) {
+		u->st.scan_frames++;
+		return 0;
+	}
+	if (fprc == SP_END_TRUNCATED || rc == SP_END_TRUNCATED)
+		return SP_END_TRUNCATED;
+	if (jit)
+		return SP_END_JIT_NO_MAP;
+	/* A frame record was read, but it leads nowhere. */
+	return fprc == 0 ? SP_END_BAD_FP : SP_END_NO_CFI;
 }
 
 enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
@@ -205,8 +369,9 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 		bool outermost = false;
 		int rc;
 		const struct rule *r = NULL;
+		struct modstate *ms = NULL;
 		if (!m->obj->anon) {
-			struct modstate *ms = sp_unwind_module(u, m->obj);
+			ms = sp_unwind_module(u, m->obj);
 			if (!ms || ms->state == M_MISSING)
 				return SP_END_MISSING_MODULE;
 			if (ms->state == M_MISMATCH)
@@ -221,16 +386,12 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 				return SP_END_COMPLETE;
 			retaddr = !r->signal;
 		} else {
+			if (ms && retaddr && at_entry(ms, f->rel))
+				return SP_END_COMPLETE;
 			if (!u->o.fp_fallback)
 				return SP_END_NO_CFI;
-			rc = fp_step(arch, &c, s, next);
-			if (rc == 0 && plausible_ra(u, a, pid, next->reg[arch->ra] & arch->ra_mask)) {
-				u->st.fp_frames++;
-			} else if ((rc = scan_step(u, a, pid, &c, s, next)) == 0) {
-				u->st.scan_frames++;
-			} else {
+			if ((rc = nocfi_step(u, a, pid, &c, s, next, m->obj->anon)) != 0)
 				return (enum sp_unwind_end)rc;
-			}
 			retaddr = true;
 		}
 		next->pc = next->reg[arch->ra] & arch->ra_mask;

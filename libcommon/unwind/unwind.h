@@ -55,6 +55,14 @@ void sp_unwinder_free(struct sp_unwinder *u);
 /* Frees the state the unwinder hung on an object (sp_addrspaces_free()). */
 void sp_unwinder_free_object(void *priv);
 
+/*
+ * Tells the unwinder whether a process is a CPython runtime (a runtime
+ * record).  CPython's perf trampolines push no frame record, so only in
+ * such a process are JIT frames stepped over by a scan for a return
+ * address.  Returns 0, or -1 when memory runs out.
+ */
+int sp_unwinder_set_cpython(struct sp_unwinder *u, uint32_t pid, bool cpython);
+
 /* The backend the unwinder was made for. */
 const struct sp_unwind_arch *sp_unwinder_arch(const struct sp_unwinder *u);
 

@@ -37,6 +37,16 @@ static void load(const uint64_t *v, struct sp_arch_regs *out)
 	out->pc = v[32];
 }
 
+/* bl imm26: the instruction's top six bits are 100101. */
+static bool direct_call(const unsigned char *p, size_t n)
+{
+	if (n < 4)
+		return false;
+	uint32_t insn = (uint32_t)p[n - 4] | (uint32_t)p[n - 3] << 8 |
+			(uint32_t)p[n - 2] << 16 | (uint32_t)p[n - 1] << 24;
+	return insn >> 26 == 0x25;
+}
+
 const struct sp_unwind_arch sp_arch_aarch64 = {
 	.name = "aarch64",
 	.nregs = SP + 1,
@@ -52,5 +62,6 @@ const struct sp_unwind_arch sp_arch_aarch64 = {
 	.call_keeps_sp = true,
 	.usable = false,
 	.unusable_why = "its backend has not been verified on recordings from an aarch64 machine",
+	.direct_call = direct_call,
 	.load = load,
 };

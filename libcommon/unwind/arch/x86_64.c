@@ -27,6 +27,12 @@ static void load(const uint64_t *v, struct sp_arch_regs *out)
 	out->pc = v[8];
 }
 
+/* call rel32: e8 and four bytes of displacement. */
+static bool direct_call(const unsigned char *p, size_t n)
+{
+	return n >= 5 && p[n - 5] == 0xe8;
+}
+
 const struct sp_unwind_arch sp_arch_x86_64 = {
 	.name = "x86_64",
 	.nregs = RA + 1,
@@ -40,5 +46,6 @@ const struct sp_unwind_arch sp_arch_x86_64 = {
 	.fp_ra = 8,
 	.fp_cfa = 16,
 	.usable = true,
+	.direct_call = direct_call,
 	.load = load,
 };
