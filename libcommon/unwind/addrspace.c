@@ -6,6 +6,8 @@
  * its mappings sorted by start, with the one found last tried first.
  * Objects are kept once per identity (path, build-id and, for anonymous
  * memory, pid) in a hash map, and in creation order in an array.
+ * Images of objects that are no file (the vDSO) are kept by path and
+ * build-id, and hung on the objects of that identity.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +39,23 @@ struct objkey {
 	uint32_t anon_pid;
 };
 
+/* An image record's object: only its first record of an identity is kept. */
+struct image {
+	char *path;
+	unsigned char build_id[SP_BUILD_ID_MAX];
+	int build_id_len;
+	void *data;
+	size_t len;
+};
+
 struct sp_addrspaces {
 	struct sp_u64map procs;	/* pid -> struct proc */
 	struct proc *lastp;	/* the process found last, or NULL */
 	struct sp_hashmap ids;	/* identity -> struct objent */
 	struct sp_object **objs;	/* in creation order */
 	size_t nobjs, allocobjs;
+	struct image *images;
+	size_t nimages, allocimages;
 };
 
 static int objent_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
@@ -86,6 +99,15 @@ static void free_objects(struct sp_addrspaces *a, void (*free_priv)(void *))
 	sp_hashmap_init(&a->ids, objent_cmp);
 }
 
+static void free_images(struct sp_addrspaces *a)
+{
+	for (size_t i = 0; i < a->nimages; i++) {
+		free(a->images[i].path);
+		free(a->images[i].data);
+	}
+	a->nimages = 0;
+}
+
 static void proc_free(void *v)
 {
 	struct proc *p = v;
@@ -98,6 +120,7 @@ void sp_addrspaces_reset(struct sp_addrspaces *a, void (*free_priv)(void *))
 	sp_u64map_release(&a->procs, proc_free);
 	a->lastp = NULL;
 	free_objects(a, free_priv);
+	free_images(a);
 }
 
 void sp_addrspaces_free(struct sp_addrspaces *a, void (*free_priv)(void *))
@@ -107,6 +130,7 @@ void sp_addrspaces_free(struct sp_addrspaces *a, void (*free_priv)(void *))
 	sp_addrspaces_reset(a, free_priv);
 	sp_hashmap_release(&a->ids, NULL);
 	free(a->objs);
+	free(a->images);
 	free(a);
 }
 
@@ -150,6 +174,20 @@ static void proc_clear(struct proc *p)
 	p->last = 0;
 }
 
+/* Whether an image is the one of an object of this identity. */
+static bool image_is(const struct image *im, const struct sp_object *o)
+{
+	return o->vdso && !o->content_id && im->build_id_len == o->build_id_len &&
+	       memcmp(im->build_id, o->build_id, (size_t)im->build_id_len) == 0 &&
+	       strcmp(im->path, o->path) == 0;
+}
+
+static void image_attach(struct sp_object *o, const struct image *im)
+{
+	o->image = im->data;
+	o->image_len = im->len;
+}
+
 static struct sp_object *object_get(struct sp_addrspaces *a, const char *path, size_t plen,
 				    const void *bid, size_t bidlen, uint32_t anon_pid)
 {
@@ -177,6 +215,9 @@ static struct sp_object *object_get(struct sp_addrspaces *a, const char *path, s
 	o->vdso = strcmp(o->path, "[vdso]") == 0;
 	o->anon = anon_pid != 0;
 	o->out_id = UINT64_MAX;
+	for (size_t i = 0; o->vdso && bidlen && i < a->nimages; i++)
+		if (image_is(&a->images[i], o))
+			image_attach(o, &a->images[i]);
 	e->ent.hash = key.hash;
 	if (sp_hashmap_add(&a->ids, &e->ent) < 0) {
 		free(o->path);
@@ -233,6 +274,43 @@ static int map_insert(struct proc *p, struct sp_mapping m)
 		p->nmaps++;
 	}
 	p->last = 0;
+	return 0;
+}
+
+/*
+ * Keeps an image record's bytes, the first of each path and build-id,
+ * and hangs them on the objects of that identity already made.
+ */
+static int image_add(struct sp_addrspaces *a, const msgpack_object *rec)
+{
+	const char *path;
+	size_t plen, bidlen, len;
+	const void *bid, *data;
+	if (!sp_map_str(rec, "path", &path, &plen) || !sp_map_bin(rec, "build_id", &bid, &bidlen) ||
+	    !sp_map_bin(rec, "data", &data, &len) || bidlen == 0 || bidlen > SP_BUILD_ID_MAX ||
+	    len == 0 || memchr(path, '\0', plen))
+		return 0;
+	struct image im = { .build_id_len = (int)bidlen, .len = len };
+	memcpy(im.build_id, bid, bidlen);
+	if (!(im.path = strndup(path, plen)))
+		return -1;
+	for (size_t i = 0; i < a->nimages; i++)
+		if (a->images[i].build_id_len == im.build_id_len &&
+		    memcmp(a->images[i].build_id, bid, bidlen) == 0 &&
+		    strcmp(a->images[i].path, im.path) == 0) {
+			free(im.path);
+			return 0;
+		}
+	if (SP_ALLOC_GROW(a->images, a->nimages + 1, a->allocimages) < 0 ||
+	    !(im.data = malloc(len))) {
+		free(im.path);
+		return -1;
+	}
+	memcpy(im.data, data, len);
+	a->images[a->nimages++] = im;
+	for (size_t i = 0; i < a->nobjs; i++)
+		if (!a->objs[i]->image && image_is(&im, a->objs[i]))
+			image_attach(a->objs[i], &im);
 	return 0;
 }
 
@@ -305,6 +383,8 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 		}
 		return 0;
 	}
+	case SP_R_IMAGE:
+		return image_add(a, rec);
 	case SP_R_EXIT: {
 		sp_map_u64(rec, "tid", &tid);
 		struct proc *p = proc_find(a, (uint32_t)pid);

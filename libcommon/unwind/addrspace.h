@@ -27,6 +27,12 @@ struct sp_object {
 	uint32_t anon_pid;	/* anonymous memory: the process; else 0 */
 	bool anon;		/* //anon, [heap], memfd: no file to read */
 	bool vdso;
+	/*
+	 * The stream's image of a vDSO of this path and build-id (an image
+	 * record), image_len bytes owned by the table; NULL: none.
+	 */
+	const void *image;
+	size_t image_len;
 	void *priv;		/* the user's state for this object */
 	uint64_t out_id;	/* a consumer's id for it, UINT64_MAX: none yet */
 };

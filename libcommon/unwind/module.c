@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "util/buildid.h"
 #include "util/modfile.h"
 #include "unwind/internal.h"
 
@@ -49,16 +50,40 @@ static void setup_elf(struct modstate *ms)
 		ms->dbg = dwarf_getcfi(ms->dw);
 }
 
-/* This process's vDSO: the same image as the recording's, in this boot. */
-static bool load_own_vdso(struct modstate *ms)
+/*
+ * A vDSO from a copy of its image: the stream's, or this process's.  An
+ * image that is not ELF, or not of the build-id recorded for the object,
+ * is not used.
+ */
+static bool load_vdso_image(struct modstate *ms, const struct sp_object *obj, const void *img,
+			    size_t size)
 {
-	size_t size;
-	const void *img = sp_vdso_image(&size);
-	if (!img || !(ms->image = malloc(size)))
+	unsigned char bid[SP_BUILD_ID_MAX];
+	if (!img || !size || !(ms->image = malloc(size)))
+		return false;
+	/* libelf may convert the image in place: the build-id is read first. */
+	memcpy(ms->image, img, size);
+	int n = sp_build_id_mem(ms->image, size, bid);
+	if (n < 0 || (obj->build_id_len > 0 && (n != obj->build_id_len ||
+						memcmp(bid, obj->build_id, (size_t)n) != 0)))
 		return false;
 	memcpy(ms->image, img, size);
 	ms->elf = elf_memory(ms->image, size);
-	return ms->elf != NULL;
+	return ms->elf && elf_kind(ms->elf) == ELF_K_ELF;
+}
+
+/*
+ * The vDSO: the stream's image of it, or for a stream of this boot this
+ * process's own, which the kernel maps into every process of its ABI.
+ */
+static bool load_vdso(struct sp_unwinder *u, struct modstate *ms, const struct sp_object *obj)
+{
+	size_t size = 0;
+	const void *own;
+	if (obj->image)
+		return load_vdso_image(ms, obj, obj->image, obj->image_len);
+	return u->o.this_host && (own = sp_vdso_image(&size)) &&
+	       load_vdso_image(ms, obj, own, size);
 }
 
 struct modstate *sp_unwind_module(struct sp_unwinder *u, struct sp_object *obj)
@@ -75,7 +100,7 @@ struct modstate *sp_unwind_module(struct sp_unwinder *u, struct sp_object *obj)
 	if (obj->anon)
 		return ms;
 	if (obj->vdso) {
-		if (u->o.this_host && load_own_vdso(ms)) {
+		if (load_vdso(u, ms, obj)) {
 			ms->state = M_OK;
 			setup_elf(ms);
 		}
