@@ -62,7 +62,13 @@ sp-symbolize_LAYERS := sym unwind stream util
 sp-fold_LAYERS := fold stream util
 sp-stat_LAYERS := stream util
 sp-flame_LAYERS := fold stream util
-# Libraries outside the project that only some tools need.
+# Libraries outside the project that only some tools need.  libunwind
+# (sp-unwind --engine=libunwind) is asked of pkg-config once, when a
+# recipe needs it, as PKG_ALL is; the $$ keeps it out of the rules' eval.
+LU_ALL = $(eval LU_ALL := $(shell pkg-config --cflags --libs libunwind-generic))$(LU_ALL)
+LU_CFLAGS = $(filter-out -l% -L% -Wl%,$(LU_ALL))
+LU_LIBS = $(filter -l% -L% -Wl%,$(LU_ALL))
+sp-unwind_LIBS := $$(LU_LIBS)
 sp-symbolize_LIBS := -liberty
 sp-fold_LIBS := -lm
 sp-flame_LIBS := -lm
@@ -103,6 +109,8 @@ $(BUILD)/gen/%.h: libcommon/% scripts/embed
 $(BUILD)/%.o: %.c | $(EMBED_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(SP_CFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/libcommon/unwind/libunwind.o: SP_CFLAGS += $(LU_CFLAGS)
 
 define layer_rules
 $(call layer_lib,$(1)): $(patsubst %.c,$(BUILD)/%.o,$(call layer_src,$(1)))

@@ -22,6 +22,7 @@
 #include "util/hashmap.h"
 #include "unwind/addrspace.h"
 #include "unwind/arch.h"
+#include "unwind/libunwind.h"
 #include "unwind/unwind.h"
 #include "util/modfile.h"
 
@@ -51,6 +52,8 @@ static void usage(void)
 	       "                         or on SIGINT\n"
 	       "      --max-depth N      user frames per stack at most (default %d)\n"
 	       "      --no-fp-fallback   never walk frame pointers where no CFI covers an address\n"
+	       "      --engine NAME      stackpulse (the default) or libunwind: who steps\n"
+	       "                         from frame to frame\n"
 	       "      --max-record BYTES largest input record accepted (default %u)\n"
 	       "  -h, --help             show this help\n"
 	       "  -V, --version          show the version\n"
@@ -89,6 +92,8 @@ struct state {
 	struct sp_writer *w;
 	struct sp_addrspaces *as;
 	struct sp_unwinder *u;
+	struct sp_lunwinder *lu;	/* --engine=libunwind; else NULL */
+	bool use_lu;
 	struct sp_unwind_options uo;
 	struct sp_unwind_regmap regs;	/* the segment's architecture */
 	struct sp_object kernel;	/* the pseudo-module of kernel frames */
@@ -216,8 +221,11 @@ static size_t unwind_frames(struct state *st, const msgpack_object *m, uint64_t 
 	for (size_t i = 0; i < nr; i++)
 		r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? regs->ptr[i].via.u64 : 0;
 	size_t nu = 0;
-	enum sp_unwind_end end = sp_unwind(st->u, st->as, (uint32_t)pid, r, nr, copy, len, full,
-					   st->uframes, max_depth, &nu);
+	enum sp_unwind_end end = st->lu ?
+		sp_lunwind(st->lu, st->as, (uint32_t)pid, r, nr, copy, len, full,
+			   st->uframes, max_depth, &nu) :
+		sp_unwind(st->u, st->as, (uint32_t)pid, r, nr, copy, len, full,
+			  st->uframes, max_depth, &nu);
 	st->user_samples++;
 	st->ends[end]++;
 	for (size_t i = 0; i < nu; i++) {
@@ -291,6 +299,7 @@ static void write_unwind_record(struct state *st)
 		.fp_frames = us.fp_frames, .scan_frames = us.scan_frames,
 		.modules_opened = us.modules_opened, .modules_missing = us.modules_missing,
 		.modules_mismatched = us.modules_mismatched,
+		.engine = st->lu ? "libunwind" : "stackpulse",
 	};
 	sp_write_unwind(st->w, &u);
 }
@@ -313,7 +322,7 @@ static void write_summary(struct state *st, const msgpack_object *m)
 
 int main(int argc, char **argv)
 {
-	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD, ARCHIVE };
+	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD, ARCHIVE, ENGINE };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "root", required_argument, NULL, ROOT },
@@ -322,6 +331,7 @@ int main(int argc, char **argv)
 		{ "follow", no_argument, NULL, 'f' },
 		{ "max-depth", required_argument, NULL, MAX_DEPTH },
 		{ "no-fp-fallback", no_argument, NULL, NO_FP },
+		{ "engine", required_argument, NULL, ENGINE },
 		{ "max-record", required_argument, NULL, MAX_RECORD },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -335,6 +345,7 @@ int main(int argc, char **argv)
 	unsigned max_depth = DEFAULT_MAX_DEPTH;
 	uint64_t v;
 	int c;
+	struct state st = { 0 };
 
 	sp_tool_init(argv[0]);
 	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
@@ -353,6 +364,12 @@ int main(int argc, char **argv)
 			max_depth = (unsigned)v;
 			break;
 		case NO_FP: fp = false; break;
+		case ENGINE:
+			if (strcmp(optarg, "libunwind") == 0)
+				st.use_lu = true;
+			else if (strcmp(optarg, "stackpulse") != 0)
+				sp_usage_error("invalid --engine '%s' (stackpulse or libunwind)", optarg);
+			break;
 		case MAX_RECORD:
 			max_record = sp_parse_max_record(optarg);
 			break;
@@ -366,7 +383,6 @@ int main(int argc, char **argv)
 
 	int infd = sp_open_input(input);
 	int outfd = sp_open_output(output, true);
-	struct state st = { 0 };
 	st.w = sp_writer_new(outfd, output ? output : "-");
 	st.as = sp_addrspaces_new();
 	st.uo = (struct sp_unwind_options){ .root = ms.root, .module_dirs = ms.dirs,
@@ -419,6 +435,13 @@ int main(int argc, char **argv)
 			st.u = sp_unwinder_new(&st.uo);
 			if (!st.u)
 				sp_die(SP_EXIT_FATAL, "out of memory");
+			sp_lunwinder_free(st.lu);
+			st.lu = NULL;
+			if (st.use_lu && !(st.lu = sp_lunwinder_new(st.u, &err))) {
+				sp_warn("%s", sp_error_message(&err));
+				status = SP_EXIT_FATAL;
+				goto done;
+			}
 			sp_pack_derived_header(st.w, rec.map, SP_STAGE_UNWOUND,
 					       "sp-unwind", argc, argv);
 			break;
@@ -466,6 +489,7 @@ done:
 		status = SP_EXIT_FATAL;
 	}
 	sp_reader_free(r);
+	sp_lunwinder_free(st.lu);
 	sp_addrspaces_free(st.as, sp_unwinder_free_object);
 	sp_unwinder_free(st.u);
 	sp_ustack_cache_release(&st.copies);

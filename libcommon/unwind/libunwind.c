@@ -1,0 +1,407 @@
+/*
+ * The libunwind engine (libunwind.h): one remote address space of
+ * libunwind per engine, whose accessors serve a sample's registers, its
+ * stack copy, and the bytes of the modules' files through the recorded
+ * mappings and each file's program headers.  The unwind information of
+ * a module is its .eh_frame_hdr table, handed to libunwind's
+ * dwarf_search_unwind_table() as a remote table; libunwind reads the
+ * FDEs and CIEs themselves through access_mem.  Modules are those of
+ * module.c, opened once and kept on the address spaces' objects.
+ */
+#include <gelf.h>
+#include <libunwind.h>
+#include <stdlib.h>
+
+#include "util/hashmap.h"
+#include "unwind/internal.h"
+#include "unwind/libunwind.h"
+
+/* Not in libunwind's public headers, but exported (perf declares it too). */
+extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip,
+					      unw_dyn_info_t *di, unw_proc_info_t *pi,
+					      int need_unwind_info, void *arg);
+
+/* libunwind-generic unwinds the machine it was built for. */
+#ifdef __x86_64__
+#define HOST_X86_64 true
+#else
+#define HOST_X86_64 false
+#endif
+
+/* What the engine knows of a module beyond module.c's state. */
+struct luobj {
+	bool table;			/* an .eh_frame_hdr table libunwind can search */
+	uint64_t hdr_vaddr, table_off, count;
+};
+
+/* A module a sample's unwind has touched, with where it is loaded. */
+struct lumod {
+	struct modstate *ms;
+	uint64_t bias;			/* address = bias + ELF virtual address */
+};
+
+#define MAX_MODS 8
+
+/* One sample, as the accessors see it (the "arg" of every accessor). */
+struct lusample {
+	struct sp_lunwinder *l;
+	struct sp_addrspaces *a;
+	uint32_t pid;
+	struct sp_arch_regs regs;
+	struct stackcopy c;
+	int fail;			/* why the last read failed: an end reason */
+	int info;			/* find_proc_info's first answer in a step */
+	bool asked;
+	struct lumod mods[MAX_MODS];
+	unsigned nmods, next_mod;
+};
+
+struct sp_lunwinder {
+	struct sp_unwinder *u;
+	unw_addr_space_t as;
+	struct sp_u64map objs;		/* struct sp_object * -> struct luobj */
+};
+
+/* The bias of the module a mapping maps: its start minus its ELF address. */
+static uint64_t map_bias(struct sp_unwinder *u, const struct sp_mapping *m)
+{
+	return m->start - sp_unwind_rel(u, m, m->start);
+}
+
+/* Reads the engine's facts about a module once: its .eh_frame_hdr table. */
+static struct luobj *luobj_get(struct sp_lunwinder *l, struct sp_object *obj,
+			       struct modstate *ms)
+{
+	struct luobj *lo = sp_u64map_get(&l->objs, (uintptr_t)obj);
+	if (lo)
+		return lo;
+	if (!(lo = calloc(1, sizeof(*lo))))
+		return NULL;
+	if (sp_u64map_put(&l->objs, (uintptr_t)obj, lo) < 0) {
+		free(lo);
+		return NULL;
+	}
+	size_t nph = 0, size = 0;
+	const unsigned char *file = (const unsigned char *)elf_rawfile(ms->elf, &size);
+	if (!file || elf_getphdrnum(ms->elf, &nph) != 0)
+		return lo;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(ms->elf, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+			break;
+		if (sp_eh_frame_hdr_table(file + ph.p_offset, ph.p_filesz, &lo->table_off,
+					  &lo->count) == 0 && lo->count) {
+			lo->table = true;
+			lo->hdr_vaddr = ph.p_vaddr;
+		}
+		break;
+	}
+	return lo;
+}
+
+/* Remembers a module the unwind reads from, the oldest making room. */
+static void remember(struct lusample *s, struct modstate *ms, uint64_t bias)
+{
+	for (unsigned i = 0; i < s->nmods; i++)
+		if (s->mods[i].ms == ms && s->mods[i].bias == bias)
+			return;
+	unsigned i = s->nmods < MAX_MODS ? s->nmods++ : s->next_mod++ % MAX_MODS;
+	s->mods[i] = (struct lumod){ ms, bias };
+}
+
+/* Reads 8 bytes at ELF address vaddr of a module's file; 0 or -1. */
+static int read_module(const struct modstate *ms, uint64_t vaddr, uint64_t *v)
+{
+	size_t size = 0;
+	const unsigned char *file = (const unsigned char *)elf_rawfile(ms->elf, &size);
+	if (!file)
+		return -1;
+	for (size_t i = 0; i < ms->nloads; i++) {
+		const struct load *ld = &ms->loads[i];
+		if (vaddr < ld->vaddr || vaddr - ld->vaddr >= ld->filesz ||
+		    ld->filesz - (vaddr - ld->vaddr) < 8)
+			continue;
+		uint64_t off = vaddr - ld->vaddr + ld->off;
+		if (off > size || size - off < 8)
+			return -1;
+		memcpy(v, file + off, 8);
+		return 0;
+	}
+	return -1;
+}
+
+/* The module state of the file mapped at addr, or NULL. */
+static struct modstate *module_at(struct lusample *s, uint64_t addr,
+				  const struct sp_mapping **mp)
+{
+	const struct sp_mapping *m = sp_addrspaces_find(s->a, s->pid, addr);
+	if (!m || m->obj->anon)
+		return NULL;
+	struct modstate *ms = sp_unwind_module(s->l->u, m->obj);
+	if (!ms || ms->state != M_OK || !ms->elf)
+		return NULL;
+	*mp = m;
+	return ms;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, int write,
+		      void *arg)
+{
+	struct lusample *s = arg;
+	uint64_t v;
+	(void)as;
+	if (write)
+		return -UNW_EINVAL;
+	int rc = sp_stack_read8(&s->c, addr, &v);
+	if (rc == 0) {
+		*valp = v;
+		return 0;
+	}
+	/*
+	 * Not in the copy: the bytes of a module, which may lie in a part
+	 * of it the stream has no mapping for (only executable mappings are
+	 * recorded), such as .eh_frame in a read-only segment.
+	 */
+	for (unsigned i = 0; i < s->nmods; i++)
+		if (read_module(s->mods[i].ms, addr - s->mods[i].bias, &v) == 0) {
+			*valp = v;
+			return 0;
+		}
+	const struct sp_mapping *m;
+	struct modstate *ms = module_at(s, addr, &m);
+	if (ms) {
+		uint64_t bias = map_bias(s->l->u, m);
+		remember(s, ms, bias);
+		if (read_module(ms, addr - bias, &v) == 0) {
+			*valp = v;
+			return 0;
+		}
+	}
+	s->fail = rc;
+	return -UNW_EINVAL;
+}
+
+static int access_reg(unw_addr_space_t as, unw_regnum_t regnum, unw_word_t *valp, int write,
+		      void *arg)
+{
+	struct lusample *s = arg;
+	const struct sp_unwind_arch *arch = sp_unwinder_arch(s->l->u);
+	(void)as;
+	if (write)
+		return -UNW_EREADONLYREG;
+	/* libunwind's x86_64 register numbers are the DWARF columns; RIP is 16. */
+	if (regnum < 0 || (unsigned)regnum >= arch->nregs || !(s->regs.valid & (1u << regnum)))
+		return -UNW_EBADREG;
+	*valp = s->regs.reg[regnum];
+	return 0;
+}
+
+static int access_fpreg(unw_addr_space_t as, unw_regnum_t regnum, unw_fpreg_t *val,
+			int write, void *arg)
+{
+	(void)as; (void)regnum; (void)val; (void)write; (void)arg;
+	return -UNW_EINVAL;	/* samples carry no floating-point registers */
+}
+
+static int find_info(struct lusample *s, unw_addr_space_t as, unw_word_t ip,
+		     unw_proc_info_t *pi, int need_unwind_info);
+
+/*
+ * The unwind information for ip, noting whether the step that asked had
+ * any: where it had none, libunwind's own heuristics took the step.
+ */
+static int find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			  int need_unwind_info, void *arg)
+{
+	struct lusample *s = arg;
+	int rc = find_info(s, as, ip, pi, need_unwind_info);
+	if (!s->asked) {
+		s->asked = true;
+		s->info = rc;
+	}
+	return rc;
+}
+
+static int find_info(struct lusample *s, unw_addr_space_t as, unw_word_t ip,
+		     unw_proc_info_t *pi, int need_unwind_info)
+{
+	const struct sp_mapping *m;
+	struct modstate *ms = module_at(s, ip, &m);
+	if (!ms)
+		return -UNW_ENOINFO;
+	struct luobj *lo = luobj_get(s->l, m->obj, ms);
+	if (!lo)
+		return -UNW_ENOMEM;
+	if (!lo->table)
+		return -UNW_ENOINFO;
+	uint64_t bias = map_bias(s->l->u, m);
+	remember(s, ms, bias);
+	unw_dyn_info_t di = { 0 };
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = m->start;
+	di.end_ip = m->end;
+	di.u.rti.segbase = bias + lo->hdr_vaddr;
+	di.u.rti.table_data = bias + lo->hdr_vaddr + lo->table_off;
+	di.u.rti.table_len = lo->count * 8 / sizeof(unw_word_t);
+	return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, s);
+}
+
+/* The proc info of find_proc_info is libunwind's to free (its mempool). */
+static void put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	(void)as; (void)pi; (void)arg;
+}
+
+static int get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *dilap, void *arg)
+{
+	(void)as; (void)dilap; (void)arg;
+	return -UNW_ENOINFO;	/* no process to read a registration list from */
+}
+
+static int resume(unw_addr_space_t as, unw_cursor_t *cu, void *arg)
+{
+	(void)as; (void)cu; (void)arg;
+	return -UNW_EINVAL;
+}
+
+static int get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len,
+			 unw_word_t *offp, void *arg)
+{
+	(void)as; (void)addr; (void)buf; (void)len; (void)offp; (void)arg;
+	return -UNW_ENOINFO;	/* naming is sp-symbolize's */
+}
+
+static unw_accessors_t accessors = {
+	.find_proc_info = find_proc_info,
+	.put_unwind_info = put_unwind_info,
+	.get_dyn_info_list_addr = get_dyn_info_list_addr,
+	.access_mem = access_mem,
+	.access_reg = access_reg,
+	.access_fpreg = access_fpreg,
+	.resume = resume,
+	.get_proc_name = get_proc_name,
+};
+
+struct sp_lunwinder *sp_lunwinder_new(struct sp_unwinder *u, struct sp_error *err)
+{
+	const struct sp_unwind_arch *arch = sp_unwinder_arch(u);
+	if (arch != &sp_arch_x86_64 || !HOST_X86_64) {
+		sp_error_set(err, SP_ERR_UNSUPPORTED,
+			     "cannot unwind %s stacks with libunwind: it unwinds x86_64 only here",
+			     arch->name);
+		return NULL;
+	}
+	struct sp_lunwinder *l = calloc(1, sizeof(*l));
+	if (!l) {
+		sp_error_set(err, SP_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	l->u = u;
+	sp_u64map_init(&l->objs);
+	l->as = unw_create_addr_space(&accessors, 0);
+	if (!l->as) {
+		free(l);
+		sp_error_set(err, SP_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	/*
+	 * libunwind caches unwind rules by address alone, while one engine
+	 * serves every process of a stream, where one address may hold
+	 * different code: no cache.
+	 */
+	unw_set_caching_policy(l->as, UNW_CACHE_NONE);
+	return l;
+}
+
+void sp_lunwinder_free(struct sp_lunwinder *l)
+{
+	if (!l)
+		return;
+	unw_destroy_addr_space(l->as);
+	sp_u64map_release(&l->objs, free);
+	free(l);
+}
+
+/*
+ * Why a stack ends where unw_step() returned rc, 0 or an error, from
+ * frame f.  libunwind also returns 0 where its heuristics for a frame
+ * without unwind information (the frame-pointer chain) found nothing
+ * more, which is no thread entry: only an end that the unwind
+ * information itself gave counts as complete.
+ */
+static enum sp_unwind_end step_end(const struct lusample *s, const struct sp_uframe *f, int rc)
+{
+	if (rc < 0 && s->fail)
+		return (enum sp_unwind_end)s->fail;
+	if (rc == -UNW_ENOINFO || (s->asked && s->info < 0))
+		return f->flags & SP_FRAME_JIT ? SP_END_JIT_NO_MAP : SP_END_NO_CFI;
+	return rc == 0 ? SP_END_COMPLETE : SP_END_BAD_CFA;
+}
+
+enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
+			      uint32_t pid, const uint64_t *regs, size_t nregs,
+			      const unsigned char *stack, size_t len, bool full,
+			      struct sp_uframe *out, size_t max, size_t *n)
+{
+	struct sp_unwinder *u = l->u;
+	const struct sp_unwind_arch *arch = sp_unwinder_arch(u);
+	struct lusample s = { .l = l, .a = a, .pid = pid };
+	unw_cursor_t cursor;
+	*n = 0;
+	if (sp_unwind_regmap_load(&u->regs, regs, nregs, &s.regs) < 0)
+		return SP_END_BAD_CFA;
+	s.c = (struct stackcopy){ stack, s.regs.reg[arch->sp], len, full };
+	if (max > u->o.max_depth)
+		max = u->o.max_depth;
+	if (unw_init_remote(&cursor, l->as, &s) < 0)
+		return SP_END_BAD_CFA;
+	bool retaddr = false;
+	uint64_t prev_sp = 0;
+	for (;;) {
+		unw_word_t pc, sp;
+		if (unw_get_reg(&cursor, UNW_REG_IP, &pc) < 0 ||
+		    unw_get_reg(&cursor, UNW_REG_SP, &sp) < 0)
+			return SP_END_BAD_CFA;
+		/* A caller's frame lies above, except below a signal frame. */
+		if (*n && sp <= prev_sp && retaddr)
+			return SP_END_CYCLE;
+		if (*n >= max)
+			return SP_END_MAX_DEPTH;
+		const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
+		struct sp_uframe *f = &out[(*n)++];
+		f->addr = pc;
+		f->flags = retaddr ? SP_FRAME_RETADDR : 0;
+		if (!m) {
+			f->obj = NULL;
+			f->rel = pc;
+			return SP_END_NO_MAPPING;
+		}
+		f->obj = m->obj;
+		f->rel = sp_unwind_rel(u, m, pc);
+		if (m->obj->anon)
+			f->flags |= SP_FRAME_JIT;
+		if (len == 0)
+			return SP_END_NO_USER_STACK;
+		if (!m->obj->anon) {
+			struct modstate *ms = sp_unwind_module(u, m->obj);
+			if (!ms || ms->state == M_MISSING)
+				return SP_END_MISSING_MODULE;
+			if (ms->state == M_MISMATCH)
+				return SP_END_BUILD_ID_MISMATCH;
+		}
+		s.fail = 0;
+		s.asked = false;
+		int rc = unw_step(&cursor);
+		if (rc <= 0)
+			return step_end(&s, f, rc);
+		/*
+		 * libunwind 1.6's x86_64 cursor says "signal frame" once it has
+		 * stepped through one (a signal trampoline, by its CFI or its
+		 * code): the pc it reached is the interrupted instruction.
+		 */
+		retaddr = unw_is_signal_frame(&cursor) <= 0;
+		prev_sp = sp;
+	}
+}
