@@ -45,6 +45,20 @@ struct modsym {
 
 enum module_kind { MOD_OTHER, MOD_ELF, MOD_JIT, MOD_VDSO };
 
+/*
+ * The image of a vDSO an image record carried, kept across segments by
+ * path and build-id; opened on first use, when data is let go.
+ */
+struct vimage {
+	char *path;
+	unsigned char bid[SP_BUILD_ID_MAX];
+	int bidlen;
+	void *data;
+	size_t len;
+	bool tried;
+	struct sp_elfsym *es;
+};
+
 /* A module record of the current segment. */
 struct module {
 	bool defined;
@@ -52,6 +66,8 @@ struct module {
 	char *path;
 	uint32_t pid;
 	struct modsym *ms;	/* elf modules, once looked at */
+	struct vimage *vimg;	/* vdso modules: the stream's image, or NULL */
+	bool vdso_other;	/* vdso modules: of a build-id this process's vDSO has not */
 };
 
 /* A frame as interned: what it was resolved from. */
@@ -83,6 +99,10 @@ struct sp_symbolizer {
 
 	struct sp_elfsym *vdso;		/* this process's vDSO, for streams of this boot */
 	bool vdso_tried;
+	unsigned char vdso_bid[SP_BUILD_ID_MAX];
+	int vdso_bidlen;
+	struct vimage **vimages;	/* from image records */
+	size_t nvimages, alloc_vimages;
 	struct sp_symtab ksyms;
 	int kstate;
 	struct sp_perfmaps *perfmaps;
@@ -216,6 +236,13 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	sp_perfmaps_free(sym->perfmaps);
 	sp_symtab_release(&sym->ksyms);
 	sp_elfsym_free(sym->vdso);
+	for (size_t i = 0; i < sym->nvimages; i++) {
+		sp_elfsym_free(sym->vimages[i]->es);
+		free(sym->vimages[i]->data);
+		free(sym->vimages[i]->path);
+		free(sym->vimages[i]);
+	}
+	free(sym->vimages);
 	free(sym);
 }
 
@@ -300,6 +327,122 @@ static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, co
 	return m;
 }
 
+/*
+ * A vDSO image handed to libdwfl through a memfd, when it is ELF with
+ * the build-id bid (bidlen 0: any, or none); its build-id goes to *out
+ * when out is given.  NULL when it is not.
+ */
+static struct sp_elfsym *open_image(struct sp_symbolizer *sym, const void *image, size_t size,
+				    const unsigned char *bid, int bidlen, unsigned char *out,
+				    int *outlen)
+{
+	unsigned char id[SP_BUILD_ID_MAX];
+	int fd = image ? memfd_create("vdso", MFD_CLOEXEC) : -1;
+	if (fd < 0)
+		return NULL;
+	int n = -1;
+	if (write(fd, image, size) == (ssize_t)size)
+		n = sp_build_id_fd(fd, id);
+	if (n < 0 || (bidlen > 0 && (n != bidlen || memcmp(id, bid, (size_t)n) != 0))) {
+		close(fd);
+		return NULL;
+	}
+	if (out) {
+		memcpy(out, id, (size_t)n);
+		*outlen = n;
+	}
+	return sp_elfsym_open(fd, "[vdso]", &sym->s->elf);
+}
+
+/*
+ * The vDSO of this process: in the same boot it is the image the
+ * recorded processes of its ABI had.
+ */
+static struct sp_elfsym *own_vdso(struct sp_symbolizer *sym)
+{
+	if (sym->vdso_tried)
+		return sym->vdso;
+	sym->vdso_tried = true;
+	size_t size;
+	const void *image = sp_vdso_image(&size);
+	sym->vdso = open_image(sym, image, size, NULL, 0, sym->vdso_bid, &sym->vdso_bidlen);
+	return sym->vdso;
+}
+
+/* The stream's image of a vDSO of this path and build-id, or NULL. */
+static struct vimage *vimage_find(struct sp_symbolizer *sym, const char *path, const void *bid,
+				  size_t bidlen)
+{
+	for (size_t i = 0; bidlen && i < sym->nvimages; i++) {
+		struct vimage *v = sym->vimages[i];
+		if ((size_t)v->bidlen == bidlen && memcmp(v->bid, bid, bidlen) == 0 &&
+		    strcmp(v->path, path) == 0)
+			return v;
+	}
+	return NULL;
+}
+
+/* Keeps an image record's bytes, the first of each path and build-id. */
+static int vimage_note(struct sp_symbolizer *sym, const struct sp_record *rec)
+{
+	const char *p;
+	size_t pl, bidlen, len;
+	const void *bid, *data;
+	if (!sp_map_str(rec->map, "path", &p, &pl) || !sp_map_bin(rec->map, "build_id", &bid, &bidlen) ||
+	    !sp_map_bin(rec->map, "data", &data, &len) || bidlen == 0 ||
+	    bidlen > SP_BUILD_ID_MAX || len == 0 || memchr(p, '\0', pl))
+		return 0;
+	char *path = strndup(p, pl);
+	struct vimage *v = path ? calloc(1, sizeof(*v)) : NULL;
+	if (!v || vimage_find(sym, path, bid, bidlen)) {
+		free(path);
+		free(v);
+		return v ? 0 : sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	}
+	v->path = path;
+	v->bidlen = (int)bidlen;
+	memcpy(v->bid, bid, bidlen);
+	v->len = len;
+	if (!(v->data = malloc(len)) ||
+	    SP_ALLOC_GROW(sym->vimages, sym->nvimages + 1, sym->alloc_vimages) < 0) {
+		free(v->data);
+		free(path);
+		free(v);
+		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	}
+	memcpy(v->data, data, len);
+	sym->vimages[sym->nvimages++] = v;
+	return 0;
+}
+
+/* The symbolizer of a vDSO module: its image from the stream, or this process's. */
+static struct sp_elfsym *vdso_of(struct sp_symbolizer *sym, const struct module *mod)
+{
+	struct vimage *v = mod->vimg;
+	if (!v)
+		return sym->this_boot && !mod->vdso_other ? own_vdso(sym) : NULL;
+	if (!v->tried) {
+		v->tried = true;
+		v->es = open_image(sym, v->data, v->len, v->bid, v->bidlen, NULL, NULL);
+		free(v->data);
+		v->data = NULL;
+	}
+	return v->es;
+}
+
+/*
+ * Finds a vDSO module's image; without one, this process's vDSO is used
+ * for a stream of this boot, unless the module's build-id is another.
+ */
+static void vdso_module(struct sp_symbolizer *sym, struct module *m, const void *bid,
+			size_t bidlen)
+{
+	m->vimg = vimage_find(sym, m->path, bid, bidlen);
+	if (!m->vimg && bidlen && sym->this_boot && own_vdso(sym))
+		m->vdso_other = (size_t)sym->vdso_bidlen != bidlen ||
+				memcmp(sym->vdso_bid, bid, bidlen) != 0;
+}
+
 int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *rec)
 {
 	uint64_t id = 0, pid = 0;
@@ -339,6 +482,8 @@ int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *
 	m->defined = true;
 	if (m->kind == MOD_ELF && !(m->ms = modsym_get(sym, m->path, bid, bidlen, content)))
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	if (m->kind == MOD_VDSO && !content)
+		vdso_module(sym, m, bid, bidlen);
 	return 0;
 }
 
@@ -346,6 +491,8 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 {
 	if (sp_perfmaps_note(sym->perfmaps, rec) < 0)
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	if (rec->type == SP_R_IMAGE)
+		return vimage_note(sym, rec);
 	return 0;
 }
 
@@ -380,28 +527,6 @@ int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame 
 	}
 	*id = sym->nframes++;
 	return 1;
-}
-
-/*
- * The vDSO of this process: in the same boot it is the image the
- * recorded processes had.  Handed to libdwfl through a memfd.
- */
-static struct sp_elfsym *own_vdso(struct sp_symbolizer *sym)
-{
-	if (sym->vdso_tried)
-		return sym->vdso;
-	sym->vdso_tried = true;
-	size_t size;
-	const void *image = sp_vdso_image(&size);
-	int fd = image ? memfd_create("vdso", MFD_CLOEXEC) : -1;
-	if (fd < 0)
-		return NULL;
-	if (write(fd, image, size) != (ssize_t)size) {
-		close(fd);
-		return NULL;
-	}
-	sym->vdso = sp_elfsym_open(fd, "[vdso]", &sym->s->elf);
-	return sym->vdso;
 }
 
 static enum sp_sym_origin origin_of(const char *s)
@@ -476,7 +601,7 @@ void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_fram
 		from_sym(out, sp_perfmaps_find(sym->perfmaps, mod->pid, f->addr - back), f->addr,
 			 SP_ORIGIN_PERF_MAP);
 	} else if (mod && mod->kind == MOD_VDSO) {
-		struct sp_elfsym *v = sym->this_boot ? own_vdso(sym) : NULL;
+		struct sp_elfsym *v = vdso_of(sym, mod);
 		from_elf(out, v ? sp_elfsym_lookup(v, f->rel - back) : NULL, back, false);
 	} else if (mod && mod->kind == MOD_ELF) {
 		if (!mod->ms)
