@@ -180,11 +180,12 @@ static bool cfi_continues(struct sp_unwinder *u, struct sp_addrspaces *a, uint32
 }
 
 /*
- * Whether rel, a return address without CFI, lies just after the ELF
- * entry point of its module: the first instructions the kernel ran, as
- * in ld.so's _start ("mov %rsp, %rdi; call _dl_start") and
- * _dl_start_user, which calls _dl_init and jumps to the program.  No
- * frame lies above them, so a walk that reaches one is complete.
+ * Whether rel, an instruction without CFI (for a return address, the
+ * call before it), lies within the first bytes after the ELF entry point
+ * of its module: the first instructions the kernel ran, as in ld.so's
+ * _start ("mov %rsp, %rdi; call _dl_start") and _dl_start_user, which
+ * calls _dl_init and jumps to the program.  No frame lies above them, so
+ * a walk that reaches one is complete.
  */
 static bool at_entry(struct modstate *ms, uint64_t rel)
 {
@@ -197,7 +198,7 @@ static bool at_entry(struct modstate *ms, uint64_t rel)
 			ms->has_entry = eh.e_entry != 0;
 		}
 	}
-	return ms->has_entry && rel > ms->entry && rel - ms->entry <= 64;
+	return ms->has_entry && rel >= ms->entry && rel - ms->entry < 64;
 }
 
 /*
@@ -386,7 +387,7 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 				return SP_END_COMPLETE;
 			retaddr = !r->signal;
 		} else {
-			if (ms && retaddr && at_entry(ms, f->rel))
+			if (ms && at_entry(ms, f->rel - (retaddr ? 1 : 0)))
 				return SP_END_COMPLETE;
 			if (!u->o.fp_fallback)
 				return SP_END_NO_CFI;

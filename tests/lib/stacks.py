@@ -17,7 +17,8 @@ import msgpack
 
 MARKERS = {1: "truncated", 2: "no_cfi", 3: "missing_module",
            4: "build_id_mismatch", 5: "bad_cfa", 6: "max_depth",
-           7: "no_user_stack", 8: "outside_copy", 9: "cycle", 10: "no_mapping"}
+           7: "no_user_stack", 8: "outside_copy", 9: "cycle", 10: "no_mapping",
+           11: "bad_fp", 12: "jit_no_map"}
 
 
 def names(path, rels):
