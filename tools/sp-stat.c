@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "stream/records.h"
 #include "stream/stream.h"
 #include "tool.h"
 #include "stream/vocab.h"
@@ -54,6 +55,56 @@ struct named_count {
 	uint32_t pid, tid;
 	char comm[64];
 	uint64_t samples;
+	unsigned runtimes;	/* processes: the runtimes seen in it, a bit each */
+};
+
+/*
+ * The runtimes sp-stat tells apart, from what the stream holds: the
+ * files a process maps, CPython's runtime records, the names of frames.
+ * RT_NATIVE is compiled code of none of them (C, C++, Rust...); RT_JIT
+ * is JIT code in a process of no runtime known here.
+ */
+enum runtime { RT_NATIVE, RT_NODE, RT_JVM, RT_CPYTHON, RT_GO, RT_JIT, RT_COUNT };
+
+static const struct {
+	const char *key, *name, *remedy;
+} runtimes[RT_COUNT] = {
+	{ "native", "native code", NULL },
+	{ "node", "Node.js (V8)",
+	  "run node with --perf-basic-prof (names of JIT code in /tmp/perf-PID.map) or --perf-prof "
+	  "(a jitdump), and with --interpreted-frames-native-stack so that interpreted functions "
+	  "have frames of their own; V8 keeps frame pointers itself, rebuilding nothing helps" },
+	{ "jvm", "Java (JVM)",
+	  "run java with -XX:+PreserveFramePointer, so that compiled Java code keeps frame pointers, "
+	  "and write a perf map for the names: -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, "
+	  "or jcmd PID Compiler.perfmap while it runs" },
+	{ "cpython", "CPython",
+	  "run Python 3.12 or later with -X perf (or PYTHONPERFSUPPORT=1): each Python function "
+	  "then runs in a trampoline the walk steps over, named in /tmp/perf-PID.map" },
+	{ "go", "Go",
+	  "keep the Go binary's DWARF and symbols (no -ldflags='-s -w', no strip): its unwind "
+	  "information is in .debug_frame; or give sp-unwind and sp-symbolize the unstripped file "
+	  "(--module-dir)" },
+	{ "jit", "JIT code of an unknown runtime",
+	  "have the JIT keep frame pointers in its code and describe the code in a perf map "
+	  "(/tmp/perf-PID.map) or a jitdump (jit-PID.dump)" },
+};
+
+/* A module record of the current segment. */
+struct modinfo {
+	char *path;
+	bool vdso, jit;
+	enum runtime rt;	/* whose code the file is: node, libjvm.so... */
+	uint64_t pid;		/* a jit module's process */
+};
+
+/* Per runtime, over every segment. */
+struct rtcount {
+	uint64_t processes, samples;
+	uint64_t early;		/* stacks of its processes that ended early */
+	uint64_t early_in_code;	/* ... in its own code: JIT code or the runtime's builtins */
+	uint64_t jit_frames, jit_unnamed;	/* symbolized JIT frames of its processes */
+	uint64_t stops[SP_END_COUNT];	/* walks that stopped in its code, by reason */
 };
 
 /* Counts by (pid, tid), indexed for lookup by the key pid << 32 | tid. */
@@ -91,11 +142,17 @@ struct stats {
 	/* Symbolization. */
 	bool have_symbolize;
 	uint64_t frames, origins[6], address_only, modules_missing, modules_mismatched;
+	/* Address-only frames of native code: not the vDSO's, not JIT code. */
+	uint64_t native_frames, native_address_only;
 	struct modcount *mods;
 	size_t nmods, allocmods;
-	char **modpaths;	/* module id -> path, current segment */
-	size_t nmodpaths, allocmodpaths;
+	struct modinfo *modinfo;	/* module id -> module, current segment */
+	size_t nmodinfo, allocmodinfo;
 	struct counts procs, threads;
+	/* Runtimes: per pid, stack and frame of the current segment, packed. */
+	struct sp_u64map proc_rt, stack_info, frame_info;
+	bool have_stacks;
+	struct rtcount rt[RT_COUNT];
 };
 
 static const char *const origin_names[6] = { "symtab", "dynsym", "debuginfo", "perf-map",
@@ -130,6 +187,304 @@ static void copy_str(char *dst, size_t len, const msgpack_object *m, const char 
 		snprintf(dst, len, "%.*s", (int)(n < len - 1 ? n : len - 1), s);
 }
 
+/* A stack of the unwound or symbolized stage: how it ended, and where. */
+struct stackinfo {
+	unsigned end;		/* 0, or the marker's reason */
+	bool stopped;		/* a frame precedes the marker */
+	bool stop_jit;		/* ... and it is JIT code */
+	uint64_t stop_module;	/* ... in this module, or SP_NO_MODULE */
+	enum runtime stop_name;	/* the runtime the stop frame's name shows */
+	unsigned names;		/* the runtimes its frames' names show, a bit each */
+};
+
+/* A symbolized frame, for the symstacks that use it. */
+struct frameinfo {
+	uint64_t module;
+	unsigned kind, reason;
+	bool marker;
+	enum runtime name_rt;
+};
+
+/* Ids and process state are scoped to their segment. */
+static void forget_segment(struct stats *st)
+{
+	for (size_t i = 0; i < st->nmodinfo; i++)
+		free(st->modinfo[i].path);
+	free(st->modinfo);
+	st->modinfo = NULL;
+	st->nmodinfo = st->allocmodinfo = 0;
+	sp_u64map_release(&st->proc_rt, NULL);
+	sp_u64map_release(&st->stack_info, free);
+	sp_u64map_release(&st->frame_info, free);
+}
+
+static bool has_str(const char *s, size_t n, const char *what)
+{
+	return memmem(s, n, what, strlen(what)) != NULL;
+}
+
+/* Whose code a mapped file is, by its name. */
+static enum runtime path_runtime(const char *p, size_t n)
+{
+	const char *slash = memrchr(p, '/', n), *b = slash ? slash + 1 : p;
+	size_t bn = (size_t)(p + n - b);
+	if ((bn == 4 && memcmp(b, "node", 4) == 0) || (bn == 6 && memcmp(b, "nodejs", 6) == 0) ||
+	    has_str(b, bn, "libnode.so"))
+		return RT_NODE;
+	if (has_str(b, bn, "libjvm.so"))
+		return RT_JVM;
+	if (has_str(b, bn, "libpython") ||
+	    (bn >= 6 && memcmp(b, "python", 6) == 0 && strspn(b + 6, "0123456789.") >= bn - 6))
+		return RT_CPYTHON;
+	return RT_NATIVE;
+}
+
+/*
+ * The runtime a frame's name shows: V8's builtins (Builtins_*, in the
+ * node executable) and its perf-map names (JS:*, Builtin:*), CPython's
+ * (py::*), and Go's runtime package, which every Go program has.
+ */
+static enum runtime name_runtime(const char *s, size_t n, bool jit)
+{
+	static const struct { const char *prefix; enum runtime rt; bool jit; } names[] = {
+		{ "Builtins_", RT_NODE, false }, { "JS:", RT_NODE, true }, { "Builtin:", RT_NODE, true },
+		{ "py::", RT_CPYTHON, true }, { "runtime.", RT_GO, false },
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].jit == jit && n > strlen(names[i].prefix) &&
+		    memcmp(s, names[i].prefix, strlen(names[i].prefix)) == 0)
+			return names[i].rt;
+	return RT_NATIVE;
+}
+
+static unsigned proc_runtimes(const struct stats *st, uint64_t pid)
+{
+	return (unsigned)(uintptr_t)sp_u64map_get(&st->proc_rt, pid) & 0xffff;
+}
+
+static void set_proc_runtimes(struct stats *st, uint64_t pid, unsigned bits)
+{
+	if (sp_u64map_put(&st->proc_rt, pid, (void *)(uintptr_t)(bits | 0x10000)) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+}
+
+/* The runtime a process is, from its bits: at most one, in practice. */
+static enum runtime main_runtime(unsigned bits)
+{
+	static const enum runtime order[] = { RT_NODE, RT_JVM, RT_CPYTHON, RT_GO };
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++)
+		if (bits & 1u << order[i])
+			return order[i];
+	return RT_NATIVE;
+}
+
+/* The runtime whose JIT wrote code in a process of these bits. */
+static enum runtime jit_runtime(unsigned bits)
+{
+	enum runtime r = main_runtime(bits);
+	return r == RT_NATIVE || r == RT_GO ? RT_JIT : r;
+}
+
+static struct modinfo *module_info(const struct stats *st, uint64_t id)
+{
+	return id < st->nmodinfo && st->modinfo[id].path ? &st->modinfo[id] : NULL;
+}
+
+static void take_module(struct stats *st, const msgpack_object *m)
+{
+	uint64_t id, pid = 0;
+	const char *s, *k = "";
+	size_t n, kn = 0;
+	if (!sp_map_u64(m, "id", &id) || id >= 100000 || !sp_map_str(m, "path", &s, &n))
+		return;
+	if (id >= st->nmodinfo) {
+		if (SP_ALLOC_GROW(st->modinfo, id + 1, st->allocmodinfo) < 0)
+			sp_die(SP_EXIT_FATAL, "out of memory");
+		memset(st->modinfo + st->nmodinfo, 0, (id + 1 - st->nmodinfo) * sizeof(*st->modinfo));
+		st->nmodinfo = id + 1;
+	}
+	struct modinfo *mi = &st->modinfo[id];
+	free(mi->path);
+	if (!(mi->path = strndup(s, n)))
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	sp_map_str(m, "kind", &k, &kn);
+	sp_map_u64(m, "pid", &pid);
+	mi->vdso = (kn == 4 && memcmp(k, "vdso", 4) == 0) || strcmp(mi->path, "[vdso]") == 0;
+	mi->jit = kn == 3 && memcmp(k, "jit", 3) == 0;
+	mi->pid = pid;
+	mi->rt = mi->jit || mi->vdso ? RT_NATIVE : path_runtime(s, n);
+}
+
+/* The runtime bits of a process, from its map and runtime records. */
+static void take_process_state(struct stats *st, const struct sp_record *rec)
+{
+	const msgpack_object *m = rec->map;
+	uint64_t pid, ppid;
+	const char *s;
+	size_t n;
+	bool b;
+	if (!sp_map_u64(m, "pid", &pid))
+		return;
+	switch (rec->type) {
+	case SP_R_PROCESS: case SP_R_EXEC:
+		set_proc_runtimes(st, pid, 0);
+		break;
+	case SP_R_FORK:
+		if (sp_map_u64(m, "ppid", &ppid) && ppid != pid)
+			set_proc_runtimes(st, pid, proc_runtimes(st, ppid));
+		break;
+	case SP_R_MAP:
+		if (sp_map_str(m, "path", &s, &n) && path_runtime(s, n) != RT_NATIVE)
+			set_proc_runtimes(st, pid, proc_runtimes(st, pid) | 1u << path_runtime(s, n));
+		break;
+	case SP_R_RUNTIME:
+		if (sp_map_bool(m, "cpython", &b))
+			set_proc_runtimes(st, pid, b ? proc_runtimes(st, pid) | 1u << RT_CPYTHON :
+						 proc_runtimes(st, pid) & ~(1u << RT_CPYTHON));
+		break;
+	default:
+		break;
+	}
+}
+
+static void put_stack(struct stats *st, uint64_t id, const struct stackinfo *si)
+{
+	struct stackinfo *p = malloc(sizeof(*p));
+	if (!p)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	*p = *si;
+	free(sp_u64map_remove(&st->stack_info, id));
+	if (sp_u64map_put(&st->stack_info, id, p) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	st->have_stacks = true;
+}
+
+/* An unwound stack: its marker, and the frame before it. */
+static void take_stack(struct stats *st, const msgpack_object *m)
+{
+	const msgpack_object_array *fr = sp_map_array(m, "frames");
+	struct stackinfo si = { .stop_module = SP_NO_MODULE };
+	struct sp_stack_frame f, last = { .module = SP_NO_MODULE };
+	bool have_last = false;
+	uint64_t id;
+	if (!sp_map_u64(m, "id", &id) || !fr)
+		return;
+	for (uint32_t i = 0; i < fr->size; i++) {
+		if (sp_stack_frame_decode(&fr->ptr[i], &f) < 0)
+			continue;
+		if (f.flags & SP_FRAME_MARKER) {
+			si.end = f.rel < SP_END_COUNT ? (unsigned)f.rel : SP_END_COUNT;
+			break;
+		}
+		last = f;
+		have_last = true;
+	}
+	if (si.end && have_last) {
+		si.stopped = true;
+		si.stop_jit = (last.flags & SP_FRAME_KIND_MASK) == SP_FRAME_JIT;
+		si.stop_module = last.module;
+	}
+	put_stack(st, id, &si);
+}
+
+/* A symstack: the same, from the frames it is made of. */
+static void take_symstack(struct stats *st, const msgpack_object *m)
+{
+	const msgpack_object_array *fr = sp_map_array(m, "frames");
+	struct stackinfo si = { .stop_module = SP_NO_MODULE };
+	const struct frameinfo *last = NULL;
+	uint64_t id;
+	if (!sp_map_u64(m, "id", &id) || !fr)
+		return;
+	for (uint32_t i = 0; i < fr->size; i++) {
+		const struct frameinfo *fi;
+		if (fr->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    !(fi = sp_u64map_get(&st->frame_info, fr->ptr[i].via.u64)))
+			continue;
+		if (fi->marker) {
+			si.end = fi->reason;
+			break;
+		}
+		if (fi->name_rt != RT_NATIVE)
+			si.names |= 1u << fi->name_rt;
+		last = fi;
+	}
+	if (si.end && last) {
+		si.stopped = true;
+		si.stop_jit = last->kind == SP_FRAME_JIT;
+		si.stop_module = last->module;
+		si.stop_name = last->name_rt;
+	}
+	put_stack(st, id, &si);
+}
+
+/* A marker frame's reason, from its name "[REASON]". */
+static unsigned marker_reason(const char *s, size_t n)
+{
+	for (unsigned e = 1; e < SP_END_COUNT; e++) {
+		const char *r = sp_unwind_end_name((enum sp_unwind_end)e);
+		if (n == strlen(r) + 2 && s[0] == '[' && memcmp(s + 1, r, n - 2) == 0 && s[n - 1] == ']')
+			return e;
+	}
+	return SP_END_COUNT;	/* a reason this sp-stat does not know */
+}
+
+/*
+ * Where a walk that ended early stopped: in native code, or in the code
+ * of a runtime (its JIT code, or its own builtins and interpreter) for
+ * the reasons that say the walk could not step over that code.  The
+ * other reasons (a missing file, a short stack copy...) have one remedy
+ * whatever the code.
+ */
+static enum runtime stop_runtime(const struct stats *st, const struct stackinfo *si, unsigned bits)
+{
+	switch (si->end) {
+	case SP_END_TRUNCATED: case SP_END_MISSING_MODULE: case SP_END_BUILD_ID_MISMATCH:
+	case SP_END_MAX_DEPTH: case SP_END_NO_USER_STACK:
+		return RT_NATIVE;
+	case SP_END_JIT_NO_MAP:
+		return jit_runtime(bits);
+	default:
+		break;
+	}
+	if (!si->stopped)
+		return RT_NATIVE;
+	const struct modinfo *mi = module_info(st, si->stop_module);
+	if (si->stop_jit || (mi && mi->jit))
+		return jit_runtime(bits);
+	/* A runtime's own file: its builtins and stubs have no CFI. */
+	if (si->end != SP_END_NO_CFI && si->end != SP_END_BAD_FP)
+		return RT_NATIVE;
+	if (si->stop_name != RT_NATIVE)
+		return si->stop_name;
+	return mi ? mi->rt : RT_NATIVE;
+}
+
+/* A sample: its process's runtime, and where its stack ended. */
+static void take_sample_runtime(struct stats *st, uint64_t pid, const msgpack_object *m,
+				struct named_count *proc)
+{
+	uint64_t stack;
+	const struct stackinfo *si = NULL;
+	unsigned bits = proc_runtimes(st, pid);
+	if (sp_map_u64(m, "stack", &stack) && (si = sp_u64map_get(&st->stack_info, stack)) &&
+	    (si->names & ~bits)) {
+		bits |= si->names;
+		set_proc_runtimes(st, pid, bits);
+	}
+	proc->runtimes |= bits;
+	enum runtime r = main_runtime(bits);
+	st->rt[r].samples++;
+	if (!si || !si->end)
+		return;
+	st->rt[r].early++;
+	enum runtime where = stop_runtime(st, si, bits);
+	if (where != RT_NATIVE && where == (r == RT_NATIVE ? RT_JIT : r))
+		st->rt[r].early_in_code++;
+	if (si->end < SP_END_COUNT)
+		st->rt[where].stops[si->end]++;
+}
+
 static void take_header(struct stats *st, const struct sp_record *rec, const struct sp_header *h)
 {
 	const msgpack_object *m = rec->map, *host = sp_map_get(m, "host"), *o = sp_map_get(m, "options");
@@ -151,11 +506,7 @@ static void take_header(struct stats *st, const struct sp_record *rec, const str
 	sp_map_bool(m, "kernel_enabled", &st->kernel_enabled);
 	st->has_start_ts = sp_map_u64(m, "start_timestamp_us", &st->start_ts) || st->has_start_ts;
 	st->has_interval = sp_map_u64(m, "sample_interval_us", &st->interval) || st->has_interval;
-	for (size_t i = 0; i < st->nmodpaths; i++)
-		free(st->modpaths[i]);
-	free(st->modpaths);
-	st->modpaths = NULL;
-	st->nmodpaths = 0;
+	forget_segment(st);
 	st->have_summary = false;
 }
 
@@ -220,13 +571,43 @@ static void take_symbolize(struct stats *st, const msgpack_object *m)
 	if (sp_map_u64(m, "modules_mismatched", &v)) st->modules_mismatched = v;
 }
 
+/* Keeps what symstacks need of a frame record. */
+static void keep_frame(struct stats *st, const msgpack_object *m, uint64_t flags,
+		       struct modinfo *mi, uint64_t mid)
+{
+	uint64_t id;
+	const char *name = "";
+	size_t nn = 0;
+	if (!sp_map_u64(m, "id", &id))
+		return;
+	sp_map_str(m, "name", &name, &nn);
+	struct frameinfo *fi = malloc(sizeof(*fi));
+	if (!fi)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	fi->module = mi ? mid : SP_NO_MODULE;
+	fi->marker = flags & SP_SYM_MARKER;
+	fi->kind = (unsigned)(flags >> 8) & SP_FRAME_KIND_MASK;
+	fi->reason = fi->marker ? marker_reason(name, nn) : 0;
+	fi->name_rt = fi->marker || fi->kind == SP_FRAME_KERNEL ? RT_NATIVE :
+		      name_runtime(name, nn, fi->kind == SP_FRAME_JIT || (mi && mi->jit));
+	/* Go's runtime package is in the program's own file. */
+	if (fi->name_rt == RT_GO && mi && mi->rt == RT_NATIVE)
+		mi->rt = RT_GO;
+	free(sp_u64map_remove(&st->frame_info, id));
+	if (sp_u64map_put(&st->frame_info, id, fi) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+}
+
 static void take_frame(struct stats *st, const msgpack_object *m)
 {
 	const char *o;
 	size_t n;
-	uint64_t flags = 0, mid;
+	uint64_t flags = 0, mid = SP_NO_MODULE;
 	sp_map_u64(m, "flags", &flags);
-	if (flags & 0x8 || !sp_map_str(m, "origin", &o, &n))
+	sp_map_u64(m, "module", &mid);
+	struct modinfo *mi = module_info(st, mid);
+	keep_frame(st, m, flags, mi, mid);
+	if (flags & SP_SYM_MARKER || !sp_map_str(m, "origin", &o, &n))
 		return;
 	st->frames++;
 	bool addr_only = false;
@@ -237,16 +618,29 @@ static void take_frame(struct stats *st, const msgpack_object *m)
 		}
 	if (addr_only)
 		st->address_only++;
-	if (sp_map_u64(m, "module", &mid) && mid < st->nmodpaths && st->modpaths[mid]) {
+	/*
+	 * JIT code is named by its runtime, and the vDSO comes with the
+	 * kernel: neither is the user's code to find symbols for.
+	 */
+	bool jit = flags & SP_SYM_JIT || (mi && mi->jit);
+	if (jit) {
+		enum runtime r = jit_runtime(proc_runtimes(st, mi ? mi->pid : 0));
+		st->rt[r].jit_frames++;
+		st->rt[r].jit_unnamed += addr_only;
+	} else if (!(mi && mi->vdso)) {
+		st->native_frames++;
+		st->native_address_only += addr_only;
+	}
+	if (mi) {
 		struct modcount *c = NULL;
 		for (size_t i = 0; i < st->nmods && !c; i++)
-			if (strcmp(st->mods[i].path, st->modpaths[mid]) == 0)
+			if (strcmp(st->mods[i].path, mi->path) == 0)
 				c = &st->mods[i];
 		if (!c) {
 			if (SP_ALLOC_GROW(st->mods, st->nmods + 1, st->allocmods) < 0)
 				sp_die(SP_EXIT_FATAL, "out of memory");
 			c = &st->mods[st->nmods++];
-			c->path = sp_xstrdup(st->modpaths[mid]);
+			c->path = sp_xstrdup(mi->path);
 			c->address_only = c->frames = 0;
 		}
 		c->frames++;
@@ -270,20 +664,12 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		if (sp_map_u64(m, "lost", &v))
 			st->lost_records += v;
 		break;
-	case SP_R_MODULE:
-		if (sp_map_u64(m, "id", &v) && v < 100000 && sp_map_str(m, "path", &s, &n)) {
-			if (v >= st->nmodpaths) {
-				if (SP_ALLOC_GROW(st->modpaths, v + 1, st->allocmodpaths) < 0)
-					sp_die(SP_EXIT_FATAL, "out of memory");
-				memset(st->modpaths + st->nmodpaths, 0,
-				       (v + 1 - st->nmodpaths) * sizeof(*st->modpaths));
-				st->nmodpaths = v + 1;
-			}
-			free(st->modpaths[v]);
-			st->modpaths[v] = strndup(s, n);
-		}
-		break;
+	case SP_R_MODULE: take_module(st, m); break;
+	case SP_R_STACK: take_stack(st, m); break;
+	case SP_R_SYMSTACK: take_symstack(st, m); break;
+	case SP_R_MAP: case SP_R_RUNTIME: take_process_state(st, rec); break;
 	case SP_R_PROCESS: case SP_R_EXEC: case SP_R_COMM: case SP_R_THREAD:
+		take_process_state(st, rec);
 		sp_map_u64(m, "pid", &pid);
 		if (!sp_map_u64(m, "tid", &tid))
 			tid = pid;
@@ -294,6 +680,7 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		}
 		break;
 	case SP_R_FORK:
+		take_process_state(st, rec);
 		sp_map_u64(m, "pid", &pid);
 		sp_map_u64(m, "tid", &tid);
 		if (sp_map_u64(m, "ppid", &v) && v != pid) {
@@ -317,6 +704,7 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		}
 		count_get(&st->procs, (uint32_t)pid, 0)->samples++;
 		count_get(&st->threads, (uint32_t)pid, (uint32_t)tid)->samples++;
+		take_sample_runtime(st, pid, m, count_get(&st->procs, (uint32_t)pid, 0));
 		break;
 	default:
 		break;
@@ -366,9 +754,66 @@ static const char *end_remedy(int e)
 	case SP_END_MISSING_MODULE: return "give sp-unwind the binaries: --module-dir DIR (build-id layout) or --root DIR";
 	case SP_END_BUILD_ID_MISMATCH: return "the binaries changed after the recording: give the exact files with --module-dir (sp-capture --archive keeps them)";
 	case SP_END_NO_CFI: return "build with unwind tables (-fasynchronous-unwind-tables) or frame pointers (-fno-omit-frame-pointer)";
+	case SP_END_BAD_FP: return "build the code without unwind tables with frame pointers (-fno-omit-frame-pointer), or give it unwind tables (-fasynchronous-unwind-tables)";
+	case SP_END_JIT_NO_MAP: return runtimes[RT_JIT].remedy;
 	case SP_END_MAX_DEPTH: return "raise sp-unwind --max-depth";
 	case SP_END_NO_USER_STACK: return "the thread ran kernel code only, or the stack copy failed: check error_stats";
 	default: return "check the binaries and their unwind tables";
+	}
+}
+
+/* The walks that stopped in the code of runtime r, for reason e or any. */
+static uint64_t rt_stops(const struct stats *st, int r, int e)
+{
+	uint64_t v = 0;
+	for (int i = 1; i < SP_END_COUNT; i++)
+		if (e < 0 || i == e)
+			v += st->rt[r].stops[i];
+	return v;
+}
+
+/*
+ * Stacks that ended early in native code, by reason, each with its
+ * remedy; the walks that stopped in a runtime's code are advised on by
+ * runtime.  Without stacks to look at (a stream cut short), every count
+ * of the unwind record is taken as native.
+ */
+static void diagnose_ends(const struct stats *st, struct advice *a, size_t *n)
+{
+	char what[512];
+	for (int e = 1; e < SP_END_COUNT; e++) {
+		uint64_t in_rt = 0;
+		for (int r = RT_NODE; r < RT_COUNT; r++)
+			in_rt += rt_stops(st, r, e);
+		uint64_t native = st->uw_ends[e] > in_rt ? st->uw_ends[e] - in_rt : 0;
+		if (e == SP_END_TRUNCATED || !native || pct(native, st->uw_user) < 1)
+			continue;
+		snprintf(what, sizeof(what), "%" PRIu64 " stacks (%.1f%%) ended early%s: %s",
+			 native, pct(native, st->uw_user), in_rt ? " in native code" : "",
+			 sp_unwind_end_description((enum sp_unwind_end)e));
+		advise(a, n, what, "%s", end_remedy(e));
+	}
+}
+
+/* Stacks that ended early in a runtime's code: that runtime's remedy, never a C compiler's. */
+static void diagnose_runtime_ends(const struct stats *st, struct advice *a, size_t *n)
+{
+	char what[512];
+	for (int r = RT_NODE; r < RT_COUNT; r++) {
+		uint64_t total = rt_stops(st, r, -1);
+		if (!total || pct(total, st->uw_user) < 1)
+			continue;
+		struct sp_buf why = SP_BUF_INIT;
+		for (int e = 1; e < SP_END_COUNT; e++)
+			if (st->rt[r].stops[e])
+				sp_buf_addf(&why, "%s%s %" PRIu64, why.len ? ", " : "",
+					    sp_unwind_end_name((enum sp_unwind_end)e), st->rt[r].stops[e]);
+		const char *code = r == RT_JIT ? "" : r == RT_GO ? "Go code" : "the JIT code or builtins of ";
+		snprintf(what, sizeof(what), "%" PRIu64 " stacks (%.1f%%) ended early in %s%s (%s)",
+			 total, pct(total, st->uw_user), code,
+			 r == RT_GO ? "" : runtimes[r].name, why.oom || !why.p ? "" : why.p);
+		sp_buf_release(&why);
+		advise(a, n, what, "%s", runtimes[r].remedy);
 	}
 }
 
@@ -409,17 +854,20 @@ static size_t diagnose(const struct stats *st, struct advice *a)
 		advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 ", at most 65528)", st->stack_size);
 	}
 	if (st->have_unwind && st->uw_user && pct(st->uw_complete, st->uw_user) < 95) {
-		for (int e = 1; e < SP_END_COUNT; e++) {
-			if (e == SP_END_TRUNCATED || !st->uw_ends[e] || pct(st->uw_ends[e], st->uw_user) < 1)
-				continue;
-			snprintf(what, sizeof(what), "%" PRIu64 " stacks (%.1f%%) ended early: %s",
-				 st->uw_ends[e], pct(st->uw_ends[e], st->uw_user),
-				 sp_unwind_end_description((enum sp_unwind_end)e));
-			advise(a, &n, what, "%s", end_remedy(e));
-		}
+		diagnose_ends(st, a, &n);
+		diagnose_runtime_ends(st, a, &n);
 	}
-	if (st->have_symbolize && st->frames && pct(st->address_only, st->frames) >= 10) {
-		snprintf(what, sizeof(what), "%.1f%% of frames have no name (address-only)", pct(st->address_only, st->frames));
+	for (int r = RT_NODE; r < RT_COUNT; r++) {
+		const struct rtcount *c = &st->rt[r];
+		if (!c->jit_unnamed || pct(c->jit_unnamed, c->jit_frames) < 10)
+			continue;
+		snprintf(what, sizeof(what), "%" PRIu64 " of %" PRIu64 " frames of %s JIT code have no name",
+			 c->jit_unnamed, c->jit_frames, runtimes[r].name);
+		advise(a, &n, what, "%s", runtimes[r].remedy);
+	}
+	if (st->have_symbolize && st->native_frames && pct(st->native_address_only, st->native_frames) >= 10) {
+		snprintf(what, sizeof(what), "%.1f%% of frames have no name (address-only), of native code (the vDSO and JIT code aside)",
+			 pct(st->native_address_only, st->native_frames));
 		advise(a, &n, what, "keep the binaries where they were recorded, or give sp-symbolize --module-dir, --debug-dir, or a debuginfod server (DEBUGINFOD_URLS); install debug packages (-dbgsym)");
 	}
 	if (st->opt_kernel && !st->kernel_enabled) {
@@ -485,6 +933,59 @@ static double effective_rate(const struct stats *st)
 		1e9 / ((double)st->period_sum / (double)st->sample_records) : 0;
 }
 
+/* Whether a runtime has anything to report. */
+static bool rt_seen(const struct stats *st, int r)
+{
+	return st->rt[r].samples || (r != RT_NATIVE && (st->rt[r].jit_frames || rt_stops(st, r, -1)));
+}
+
+static void runtimes_json(struct sp_jw *j, const struct stats *st)
+{
+	sp_jw_key(j, "runtimes");
+	sp_jw_array_begin(j);
+	for (int r = 0; r < RT_COUNT; r++) {
+		const struct rtcount *c = &st->rt[r];
+		if (!rt_seen(st, r))
+			continue;
+		sp_jw_object_begin(j);
+		sp_jw_kv_str(j, "runtime", runtimes[r].key);
+		sp_jw_kv_str(j, "name", runtimes[r].name);
+		sp_jw_kv_u64(j, "processes", c->processes);
+		sp_jw_kv_u64(j, "samples", c->samples);
+		sp_jw_kv_u64(j, "ended_early", c->early);
+		sp_jw_kv_u64(j, "ended_in_own_code", c->early_in_code);
+		sp_jw_kv_u64(j, "jit_frames", c->jit_frames);
+		sp_jw_kv_u64(j, "jit_frames_unnamed", c->jit_unnamed);
+		sp_jw_key(j, "stopped_here");
+		sp_jw_object_begin(j);
+		for (int e = 1; e < SP_END_COUNT; e++)
+			sp_jw_kv_u64(j, sp_unwind_end_name((enum sp_unwind_end)e), c->stops[e]);
+		sp_jw_object_end(j);
+		sp_jw_object_end(j);
+	}
+	sp_jw_array_end(j);
+}
+
+static void runtimes_text(const struct stats *st, FILE *out)
+{
+	fprintf(out, "runtimes:\n");
+	for (int r = 0; r < RT_COUNT; r++) {
+		const struct rtcount *c = &st->rt[r];
+		if (!rt_seen(st, r))
+			continue;
+		fprintf(out, "  %8" PRIu64 "  %s: %" PRIu64 " process%s", c->samples, runtimes[r].name,
+			c->processes, c->processes == 1 ? "" : "es");
+		if (st->have_stacks)
+			fprintf(out, ", %" PRIu64 " stacks ended early", c->early);
+		if (st->have_stacks && r != RT_NATIVE)
+			fprintf(out, " (%" PRIu64 " in its own code)", c->early_in_code);
+		if (c->jit_frames)
+			fprintf(out, ", %" PRIu64 " JIT frames (%" PRIu64 " without a name)", c->jit_frames,
+				c->jit_unnamed);
+		fprintf(out, "\n");
+	}
+}
+
 static void report_json(const struct stats *st, const struct advice *a, size_t na, size_t top, FILE *out)
 {
 	struct sp_buf b = SP_BUF_INIT;
@@ -543,6 +1044,7 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 	sp_jw_kv_u64(&j, "sample_records", st->sample_records);
 	counts_json(&j, "processes", &st->procs, top, false);
 	counts_json(&j, "threads", &st->threads, top, true);
+	runtimes_json(&j, st);
 	if (st->have_unwind) {
 		sp_jw_key(&j, "unwinding");
 		sp_jw_object_begin(&j);
@@ -620,15 +1122,22 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 	for (size_t i = 0; i < st->threads.n && i < top; i++)
 		fprintf(out, "  %8" PRIu64 "  %s (pid %u, tid %u)\n", st->threads.v[i].samples,
 			st->threads.v[i].comm, st->threads.v[i].pid, st->threads.v[i].tid);
+	runtimes_text(st, out);
 	if (st->have_unwind) {
 		fprintf(out, "unwinding: %.1f%% of %" PRIu64 " stacks reach their thread's entry, %.1f frames per sample\n",
 			pct(st->uw_complete, st->uw_user), st->uw_user,
 			st->uw_samples ? (double)st->uw_frames / (double)st->uw_samples : 0);
-		for (int e = 1; e < SP_END_COUNT; e++)
-			if (st->uw_ends[e])
-				fprintf(out, "  %8" PRIu64 "  %s: %s\n", st->uw_ends[e],
-					sp_unwind_end_name((enum sp_unwind_end)e),
-					sp_unwind_end_description((enum sp_unwind_end)e));
+		for (int e = 1; e < SP_END_COUNT; e++) {
+			if (!st->uw_ends[e])
+				continue;
+			fprintf(out, "  %8" PRIu64 "  %s: %s\n", st->uw_ends[e],
+				sp_unwind_end_name((enum sp_unwind_end)e),
+				sp_unwind_end_description((enum sp_unwind_end)e));
+			for (int r = RT_NODE; r < RT_COUNT; r++)
+				if (st->rt[r].stops[e])
+					fprintf(out, "  %8s  %8" PRIu64 " in %s\n", "", st->rt[r].stops[e],
+						runtimes[r].name);
+		}
 	}
 	if (st->have_symbolize) {
 		fprintf(out, "symbolization: %" PRIu64 " frames, %.1f%% address-only; missing files %" PRIu64 ", mismatched %" PRIu64 "\n",
@@ -868,6 +1377,9 @@ int main(int argc, char **argv)
 		qsort(st.threads.v, st.threads.n, sizeof(*st.threads.v), cmp_count);
 	if (st.nmods)
 		qsort(st.mods, st.nmods, sizeof(*st.mods), cmp_mod);
+	for (size_t i = 0; i < st.procs.n; i++)
+		if (st.procs.v[i].samples)
+			st.rt[main_runtime(st.procs.v[i].runtimes)].processes++;
 	struct advice adv[16];
 	size_t na = diagnose(&st, adv);
 	if (json)
@@ -898,9 +1410,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < st.nmods; i++)
 		free(st.mods[i].path);
 	free(st.mods);
-	for (size_t i = 0; i < st.nmodpaths; i++)
-		free(st.modpaths[i]);
-	free(st.modpaths);
+	forget_segment(&st);
 	free(st.procs.v);
 	sp_u64map_release(&st.procs.index, NULL);
 	free(st.threads.v);
