@@ -84,8 +84,8 @@ const char *sp_stage_name(enum sp_stage s);
 	X(OUTSIDE_COPY, 8, "outside_copy", "a read fell outside the stack copy, which did not fill its window") \
 	X(CYCLE, 9, "cycle", "the stack pointer did not move up: the walk would loop") \
 	X(NO_MAPPING, 10, "no_mapping", "the address lies in no mapping the stream describes") \
-	X(BAD_FP, 11, "bad_fp", "the frame-pointer walk through code without CFI found a frame pointer that points nowhere on the stack") \
-	X(JIT_NO_MAP, 12, "jit_no_map", "the walk stopped in JIT code that no jitdump describes and frame pointers could not step over")
+	X(BAD_FP, 11, "bad_fp", "in code without CFI, the frame record at the frame pointer leads nowhere: the code keeps no frame pointers") \
+	X(JIT_NO_MAP, 12, "jit_no_map", "the walk stopped in JIT code that neither a frame record nor a jitdump's unwinding information could step over")
 
 enum sp_unwind_end {
 #define SP_X_END(e, n, s, d) SP_END_##e = n,
