@@ -419,26 +419,27 @@ static int vimage_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 static struct sp_elfsym *vdso_of(struct sp_symbolizer *sym, const struct module *mod)
 {
 	struct vimage *v = mod->vimg;
-	if (!v)
-		return sym->this_boot && !mod->vdso_other ? own_vdso(sym) : NULL;
-	if (!v->tried) {
+	if (v && !v->tried) {
 		v->tried = true;
 		v->es = open_image(sym, v->data, v->len, v->bid, v->bidlen, NULL, NULL);
 		free(v->data);
 		v->data = NULL;
 	}
-	return v->es;
+	if (v && v->es)
+		return v->es;
+	return sym->this_boot && !mod->vdso_other ? own_vdso(sym) : NULL;
 }
 
 /*
- * Finds a vDSO module's image; without one, this process's vDSO is used
- * for a stream of this boot, unless the module's build-id is another.
+ * Finds a vDSO module's image; without a usable one, this process's vDSO
+ * is used for a stream of this boot, unless the module's build-id is
+ * another.
  */
 static void vdso_module(struct sp_symbolizer *sym, struct module *m, const void *bid,
 			size_t bidlen)
 {
 	m->vimg = vimage_find(sym, m->path, bid, bidlen);
-	if (!m->vimg && bidlen && sym->this_boot && own_vdso(sym))
+	if (bidlen && sym->this_boot && own_vdso(sym))
 		m->vdso_other = (size_t)sym->vdso_bidlen != bidlen ||
 				memcmp(sym->vdso_bid, bid, bidlen) != 0;
 }

@@ -64,24 +64,32 @@ static bool load_vdso_image(struct modstate *ms, const struct sp_object *obj, co
 	/* libelf may convert the image in place: the build-id is read first. */
 	memcpy(ms->image, img, size);
 	int n = sp_build_id_mem(ms->image, size, bid);
-	if (n < 0 || (obj->build_id_len > 0 && (n != obj->build_id_len ||
-						memcmp(bid, obj->build_id, (size_t)n) != 0)))
-		return false;
-	memcpy(ms->image, img, size);
-	ms->elf = elf_memory(ms->image, size);
-	return ms->elf && elf_kind(ms->elf) == ELF_K_ELF;
+	if (n >= 0 && (obj->build_id_len <= 0 || (n == obj->build_id_len &&
+						  memcmp(bid, obj->build_id, (size_t)n) == 0))) {
+		memcpy(ms->image, img, size);
+		ms->elf = elf_memory(ms->image, size);
+		if (ms->elf && elf_kind(ms->elf) == ELF_K_ELF)
+			return true;
+	}
+	if (ms->elf)
+		elf_end(ms->elf);
+	ms->elf = NULL;
+	free(ms->image);
+	ms->image = NULL;
+	return false;
 }
 
 /*
- * The vDSO: the stream's image of it, or for a stream of this boot this
- * process's own, which the kernel maps into every process of its ABI.
+ * The vDSO: the stream's image of it, or for a stream of this boot (whose
+ * image is missing or unusable) this process's own, which the kernel
+ * maps into every process of its ABI.
  */
 static bool load_vdso(struct sp_unwinder *u, struct modstate *ms, const struct sp_object *obj)
 {
 	size_t size = 0;
 	const void *own;
-	if (obj->image)
-		return load_vdso_image(ms, obj, obj->image, obj->image_len);
+	if (obj->image && load_vdso_image(ms, obj, obj->image, obj->image_len))
+		return true;
 	return u->o.this_host && (own = sp_vdso_image(&size)) &&
 	       load_vdso_image(ms, obj, own, size);
 }
