@@ -55,7 +55,9 @@ struct named_count {
 	uint32_t pid, tid;
 	char comm[64];
 	uint64_t samples;
-	unsigned runtimes;	/* processes: the runtimes seen in it, a bit each */
+	/* Processes: the runtimes seen in it, a bit each, and its stacks. */
+	unsigned runtimes;
+	uint64_t early, early_in_code;
 };
 
 /*
@@ -98,11 +100,15 @@ struct modinfo {
 	uint64_t pid;		/* a jit module's process */
 };
 
-/* Per runtime, over every segment. */
+/*
+ * Per runtime, over every segment.  A process counts as the runtime it
+ * was last seen to be: a JVM's samples taken before libjvm.so was
+ * mapped are the JVM's.
+ */
 struct rtcount {
 	uint64_t processes, samples;
 	uint64_t early;		/* stacks of its processes that ended early */
-	uint64_t early_in_code;	/* ... in its own code: JIT code or the runtime's builtins */
+	uint64_t early_in_code;	/* ... in a runtime's code: JIT code or builtins */
 	uint64_t jit_frames, jit_unnamed;	/* symbolized JIT frames of its processes */
 	uint64_t stops[SP_END_COUNT];	/* walks that stopped in its code, by reason */
 };
@@ -473,14 +479,11 @@ static void take_sample_runtime(struct stats *st, uint64_t pid, const msgpack_ob
 		set_proc_runtimes(st, pid, bits);
 	}
 	proc->runtimes |= bits;
-	enum runtime r = main_runtime(bits);
-	st->rt[r].samples++;
 	if (!si || !si->end)
 		return;
-	st->rt[r].early++;
+	proc->early++;
 	enum runtime where = stop_runtime(st, si, bits);
-	if (where != RT_NATIVE && where == (r == RT_NATIVE ? RT_JIT : r))
-		st->rt[r].early_in_code++;
+	proc->early_in_code += where != RT_NATIVE;
 	if (si->end < SP_END_COUNT)
 		st->rt[where].stops[si->end]++;
 }
@@ -1377,9 +1380,16 @@ int main(int argc, char **argv)
 		qsort(st.threads.v, st.threads.n, sizeof(*st.threads.v), cmp_count);
 	if (st.nmods)
 		qsort(st.mods, st.nmods, sizeof(*st.mods), cmp_mod);
-	for (size_t i = 0; i < st.procs.n; i++)
-		if (st.procs.v[i].samples)
-			st.rt[main_runtime(st.procs.v[i].runtimes)].processes++;
+	for (size_t i = 0; i < st.procs.n; i++) {
+		const struct named_count *p = &st.procs.v[i];
+		struct rtcount *r = &st.rt[main_runtime(p->runtimes)];
+		if (!p->samples)
+			continue;
+		r->processes++;
+		r->samples += p->samples;
+		r->early += p->early;
+		r->early_in_code += p->early_in_code;
+	}
 	struct advice adv[16];
 	size_t na = diagnose(&st, adv);
 	if (json)
