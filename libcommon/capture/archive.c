@@ -195,3 +195,10 @@ int sp_archive_copy(struct sp_archive *a, const char *src, const char *rel, mode
 	close(fd);
 	return rc;
 }
+
+int sp_archive_copy_fd(struct sp_archive *a, int fd, const char *rel, mode_t mode)
+{
+	char dst[4096];
+	snprintf(dst, sizeof(dst), "%s/%s", a->dir, rel);
+	return copy_to(a, fd, dst, mode);
+}

@@ -48,4 +48,7 @@ int sp_archive_content_id(pid_t pid, uint64_t start, uint64_t end, const char *p
 int sp_archive_copy(struct sp_archive *a, const char *src, const char *rel, mode_t mode,
 		    bool owner_check, uid_t uid);
 
+/* Copies the whole of an open file (a jitdump the caller checked) to rel: 0 or -1. */
+int sp_archive_copy_fd(struct sp_archive *a, int fd, const char *rel, mode_t mode);
+
 #endif

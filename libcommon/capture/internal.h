@@ -17,6 +17,7 @@
  *   recorder.c   the handle: new, free, start (header), poll, finish
  *                (summary)
  *   vdso.c       the vDSO's image, read from the process, for the stream
+ *   jitdump.c    jitdump files the processes announce, read as they grow
  *
  * Invariants:
  * - Every record but the header and the summary goes through the queue,
@@ -116,6 +117,7 @@ enum sp_rec_kind {
 	SP_REC_ARCHIVE,
 	SP_REC_PROCESS,
 	SP_REC_THREAD,
+	SP_REC_JITDUMP,		/* jitdump.c */
 };
 
 /* A record waiting in the queue to be written in time order. */
@@ -180,6 +182,9 @@ struct sp_recorder {
 
 	struct sp_hashmap bids;		/* of struct sp_rec_bid, at most 4096 */
 	struct sp_rec_image *images;	/* the vDSO images written */
+	struct sp_rec_jit *jits;	/* the jitdump files announced (jitdump.c) */
+	size_t njits, allocjits;
+	uint64_t jit_read_ns, jit_floor;
 	size_t nimages, allocimages;
 
 	/* Counters for the summary. */
@@ -245,7 +250,10 @@ int sp_rec_q_flush(struct sp_recorder *r, uint64_t limit);
 
 /* synthetic.c */
 
-/* Whether a mapping's path names a file (not //anon, [vdso], /memfd:...). */
+/*
+ * Whether a mapping's path names a module file (not //anon, [vdso],
+ * /memfd:..., nor a jitdump file, which is mapped only to announce it).
+ */
 bool sp_rec_is_file_path(const char *path);
 int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
 		   const void *keydata);
@@ -312,6 +320,22 @@ void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsi
  */
 int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
 			 unsigned char *bid, void **image, size_t *size);
+
+/*
+ * jitdump.c: a map record of pid's file [start, start + len) at path,
+ * when the path is a jitdump file's (jit-PID.dump), makes the file read
+ * from then on.  sp_rec_jitdump_read() queues what the files have gained,
+ * at most every 100 ms unless last is set; the caller drains up to now
+ * right after.
+ */
+bool sp_rec_is_jitdump_path(const char *path);
+void sp_rec_jitdump_note(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+			 const char *path, uint64_t time);
+void sp_rec_jitdump_read(struct sp_recorder *r, uint64_t now, bool last);
+void sp_rec_write_jitdump(struct sp_recorder *r, const unsigned char *p);
+/* With --archive: each file as it is now, and its archive record. */
+void sp_rec_jitdump_archive(struct sp_recorder *r, uint64_t end);
+void sp_rec_jitdump_release(struct sp_recorder *r);
 
 /* attach.c */
 

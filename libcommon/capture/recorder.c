@@ -127,6 +127,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->targets);
 	sp_hashmap_release(&r->bids, free_bid);
 	free(r->images);
+	sp_rec_jitdump_release(r);
 	free(r);
 }
 
@@ -244,7 +245,9 @@ int sp_recorder_poll(struct sp_recorder *r, int timeout_ms)
 	if (poll(pfd, n, timeout_ms) < 0 && errno != EINTR)
 		return sp_error_errno(&r->err, "poll");
 
-	if (sp_rec_drain(r, sp_rec_now_ns()) < 0)
+	uint64_t now = sp_rec_now_ns();
+	sp_rec_jitdump_read(r, now, false);
+	if (sp_rec_drain(r, now) < 0)
 		return -1;
 
 	sp_rec_reap_command(r);
@@ -342,16 +345,20 @@ int sp_recorder_finish(struct sp_recorder *r)
 		return 0;
 	r->finished = true;
 	sp_rec_disable_events(r);
+	/* jitdump files before the last drain, and again for the files it announces. */
+	sp_rec_jitdump_read(r, sp_rec_now_ns(), true);
 	if (sp_rec_drain(r, UINT64_MAX) < 0)
 		return -1;
 	sp_rec_read_format_lost(r);
 	sp_rec_end_command(r);
 	uint64_t end = sp_rec_now_ns();
+	sp_rec_jitdump_read(r, end, true);
 	if (r->o.archive) {
 		archive_at_end(r, end);
-		if (sp_rec_q_flush(r, UINT64_MAX) < 0)
-			return -1;
+		sp_rec_jitdump_archive(r, end);
 	}
+	if (sp_rec_q_flush(r, UINT64_MAX) < 0)
+		return -1;
 	pack_summary(r, end);
 	if (sp_writer_flush(r->w) < 0)
 		return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));

@@ -18,7 +18,8 @@
 bool sp_rec_is_file_path(const char *path)
 {
 	return path[0] == '/' && strncmp(path, "//anon", 6) != 0 &&
-	       strncmp(path, "/memfd:", 7) != 0 && strncmp(path, "/dev/zero", 9) != 0;
+	       strncmp(path, "/memfd:", 7) != 0 && strncmp(path, "/dev/zero", 9) != 0 &&
+	       !sp_rec_is_jitdump_path(path);
 }
 
 int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
@@ -150,6 +151,7 @@ void sp_rec_queue_map(struct sp_recorder *r, const struct sp_rec_map *m)
 	if (!q.bidlen && strcmp(m->path, "[vdso]") == 0)
 		q.bidlen = sp_rec_vdso_identify(r, m->pid, m->start, m->len, q.bid, &image,
 						&q.imagelen);
+	sp_rec_jitdump_note(r, m->pid, m->start, m->len, m->path, m->time);
 	size_t s = sp_rec_q_begin(r);
 	sp_rec_q_add(r, &q, sizeof(q));
 	sp_rec_q_add(r, m->path, q.pathlen);

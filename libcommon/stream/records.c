@@ -113,6 +113,20 @@ void sp_write_archive(struct sp_writer *w, const struct sp_archive_rec *a)
 	sp_mapw_end(&m);
 }
 
+void sp_write_jitdump(struct sp_writer *w, const struct sp_jitdump_rec *j)
+{
+	struct sp_mapw m;
+	sp_mapw_begin(&m, w);
+	sp_mapw_str(&m, "t", "jitdump");
+	sp_mapw_u64(&m, "pid", j->pid);
+	sp_mapw_strn(&m, "path", j->path, j->pathlen);
+	sp_mapw_u64(&m, "off", j->off);
+	sp_mapw_bin(&m, "data", j->data, j->len);
+	if (j->time)
+		sp_mapw_u64(&m, "time", j->time);
+	sp_mapw_end(&m);
+}
+
 /* Packs NUL-separated arguments (n bytes, the last NUL optional) as an array of strings. */
 static void pack_args(msgpack_packer *pk, const char *cmd, size_t n)
 {

@@ -94,6 +94,21 @@ struct sp_archive_rec {
 };
 void sp_write_archive(struct sp_writer *w, const struct sp_archive_rec *a);
 
+/*
+ * "jitdump": len bytes of the jitdump file pid mapped at path, from
+ * offset off on (format/sp-stream.md says how a file is cut in records).
+ */
+struct sp_jitdump_rec {
+	uint32_t pid;
+	const char *path;
+	size_t pathlen;
+	uint64_t off;
+	const void *data;
+	size_t len;
+	uint64_t time;			/* 0: not written */
+};
+void sp_write_jitdump(struct sp_writer *w, const struct sp_jitdump_rec *j);
+
 /* "image": the bytes of a mapped object that is no file, such as the vDSO. */
 struct sp_image_rec {
 	const char *path;		/* the mapping's name, "[vdso]" */
