@@ -72,6 +72,34 @@ static void write_frame(struct sp_writer *w, uint64_t id, const struct sp_stack_
 }
 
 /*
+ * The frame records a stack needs and its symstack; a stack with a JIT
+ * frame left unnamed is kept, to be named again after a jitdump record.
+ */
+static void name_stack(struct sp_symbolizer *sym, struct sp_writer *w, uint64_t id,
+		       const struct sp_stack_frame *refs, size_t n)
+{
+	uint64_t *ids = sp_xmalloc((n ? n : 1) * sizeof(*ids));
+	struct sp_symframe sf;
+	bool unnamed = false;
+	for (size_t i = 0; i < n; i++) {
+		int fresh = sp_symbolizer_intern(sym, &refs[i], &ids[i]);
+		if (fresh < 0)
+			sp_die(SP_EXIT_FATAL, "%s", sp_symbolizer_error(sym));
+		if (fresh) {
+			sp_symbolizer_resolve(sym, &refs[i], &sf);
+			write_frame(w, ids[i], &refs[i], &sf);
+		}
+		if ((refs[i].flags & SP_FRAME_KIND_MASK) == SP_FRAME_JIT &&
+		    (fresh ? sf.origin == SP_ORIGIN_ADDRESS_ONLY : sp_symbolizer_unnamed(sym, ids[i])))
+			unnamed = true;
+	}
+	sp_write_symstack(w, id, ids, n);
+	if (unnamed && sp_symbolizer_keep_stack(sym, id, refs, n) < 0)
+		sp_die(SP_EXIT_FATAL, "%s", sp_symbolizer_error(sym));
+	free(ids);
+}
+
+/*
  * A stack becomes the frame records it needs and a symstack of the same
  * id.  Returns 0, or -1 for a malformed frame (nothing written then).
  */
@@ -82,24 +110,12 @@ static int symbolize_stack(struct sp_symbolizer *sym, struct sp_writer *w,
 	sp_map_u64(rec->map, "id", &id);
 	const msgpack_object_array *fr = sp_map_array(rec->map, "frames");
 	struct sp_stack_frame *refs = sp_xmalloc((fr->size ? fr->size : 1) * sizeof(*refs));
-	uint64_t *ids = sp_xmalloc((fr->size ? fr->size : 1) * sizeof(*ids));
-	struct sp_symframe sf;
 	int rc = 0;
 	for (uint32_t i = 0; i < fr->size && rc == 0; i++)
 		rc = sp_stack_frame_decode(&fr->ptr[i], &refs[i]);
-	for (uint32_t i = 0; i < fr->size && rc == 0; i++) {
-		int fresh = sp_symbolizer_intern(sym, &refs[i], &ids[i]);
-		if (fresh < 0)
-			sp_die(SP_EXIT_FATAL, "%s", sp_symbolizer_error(sym));
-		if (fresh) {
-			sp_symbolizer_resolve(sym, &refs[i], &sf);
-			write_frame(w, ids[i], &refs[i], &sf);
-		}
-	}
 	if (rc == 0)
-		sp_write_symstack(w, id, ids, fr->size);
+		name_stack(sym, w, id, refs, fr->size);
 	free(refs);
-	free(ids);
 	return rc;
 }
 
@@ -224,10 +240,16 @@ int main(int argc, char **argv)
 			write_counters(sym, w);
 			sp_writer_raw(w, rec.raw, rec.raw_len);
 			break;
-		default:
+		default: {
 			rc = sp_symbolizer_note(sym, &rec);
 			sp_writer_raw(w, rec.raw, rec.raw_len);
+			uint64_t id;
+			const struct sp_stack_frame *f;
+			size_t n;
+			while (rc == 0 && sp_symbolizer_next_stale(sym, &id, &f, &n))
+				name_stack(sym, w, id, f, n);
 			break;
+		}
 		}
 		if (rc < 0)
 			sp_die(SP_EXIT_FATAL, "%s", sp_symbolizer_error(sym));

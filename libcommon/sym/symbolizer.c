@@ -83,6 +83,15 @@ struct frame {
 
 enum { KALLSYMS_UNTRIED, KALLSYMS_LOADED, KALLSYMS_NONE };
 
+/* A stack kept for naming again (sp_symbolizer_keep_stack()). */
+struct kept {
+	uint64_t id;
+	struct sp_stack_frame *f;
+	size_t n;
+};
+
+#define MAX_KEPT 65536
+
 struct sp_symbolizer {
 	const struct sp_sym_search *s;
 	sp_sym_warn_fn *warn;
@@ -106,6 +115,14 @@ struct sp_symbolizer {
 	struct sp_symtab ksyms;
 	int kstate;
 	struct sp_perfmaps *perfmaps;
+	struct sp_jitdumps *jitdumps;	/* the stream's jitdump records, this segment */
+	struct kept *kept, *stale;	/* kept stacks; those being handed back */
+	size_t nkept, allockept, nstale, nextstale;
+	bool jit_renamed;		/* a jitdump record changed names since the last hand-back */
+	unsigned char *unnamed;		/* by frame id: a JIT frame left unnamed */
+	size_t nunnamed, allocunnamed;
+	uint64_t fresh_id;		/* the frame interned last, when new: resolved next */
+	bool fresh;
 
 	uint64_t by_origin[SP_ORIGIN_COUNT];
 	uint64_t modules_missing, modules_mismatched, debuginfo_modules;
@@ -192,9 +209,15 @@ struct sp_symbolizer *sp_symbolizer_new(const struct sp_sym_search *s, sp_sym_wa
 					void *warn_arg, struct sp_error *err)
 {
 	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
-	if (sym)
+	if (sym) {
 		sym->perfmaps = sp_perfmaps_new(s, warn, warn_arg);
-	if (!sym || !sym->perfmaps) {
+		sym->jitdumps = sp_jitdumps_new(warn, warn_arg);
+	}
+	if (!sym || !sym->perfmaps || !sym->jitdumps) {
+		if (sym) {
+			sp_perfmaps_free(sym->perfmaps);
+			sp_jitdumps_free(sym->jitdumps);
+		}
 		free(sym);
 		sp_error_set(err, SP_ERR_NOMEM, "out of memory");
 		return NULL;
@@ -223,6 +246,17 @@ static void reset_segment(struct sp_symbolizer *sym)
 	sp_hashmap_init(&sym->frames, frame_cmp);
 	sym->nframes = 0;
 	sp_perfmaps_reset(sym->perfmaps);
+	sp_jitdumps_reset(sym->jitdumps);
+	for (size_t i = 0; i < sym->nkept; i++)
+		free(sym->kept[i].f);
+	for (size_t i = sym->nextstale ? sym->nextstale - 1 : 0; i < sym->nstale; i++)
+		free(sym->stale[i].f);
+	free(sym->stale);
+	sym->stale = NULL;
+	sym->nkept = sym->nstale = sym->nextstale = 0;
+	sym->jit_renamed = false;
+	sym->nunnamed = 0;
+	sym->fresh = false;
 }
 
 void sp_symbolizer_free(struct sp_symbolizer *sym)
@@ -234,6 +268,9 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	sp_hashmap_release(&sym->frames, frame_free);
 	sp_hashmap_release(&sym->modsyms, modsym_free);
 	sp_perfmaps_free(sym->perfmaps);
+	sp_jitdumps_free(sym->jitdumps);
+	free(sym->kept);
+	free(sym->unnamed);
 	sp_symtab_release(&sym->ksyms);
 	sp_elfsym_free(sym->vdso);
 	for (size_t i = 0; i < sym->nvimages; i++) {
@@ -494,7 +531,56 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
 	if (rec->type == SP_R_IMAGE)
 		return vimage_note(sym, rec);
+	if (rec->type == SP_R_JITDUMP) {
+		uint64_t pid = 0;
+		sp_map_u64(rec->map, "pid", &pid);
+		unsigned gen = sp_jitdumps_generation(sym->jitdumps, (uint32_t)pid);
+		if (sp_jitdumps_note(sym->jitdumps, rec) < 0)
+			return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+		if (sp_jitdumps_generation(sym->jitdumps, (uint32_t)pid) != gen)
+			sym->jit_renamed = true;
+	}
 	return 0;
+}
+
+int sp_symbolizer_keep_stack(struct sp_symbolizer *sym, uint64_t id,
+			     const struct sp_stack_frame *f, size_t n)
+{
+	if (sym->nkept >= MAX_KEPT || !n)
+		return 0;
+	struct kept k = { id, malloc(n * sizeof(*f)), n };
+	if (!k.f || SP_ALLOC_GROW(sym->kept, sym->nkept + 1, sym->allockept) < 0) {
+		free(k.f);
+		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	}
+	memcpy(k.f, f, n * sizeof(*f));
+	sym->kept[sym->nkept++] = k;
+	return 0;
+}
+
+bool sp_symbolizer_next_stale(struct sp_symbolizer *sym, uint64_t *id,
+			      const struct sp_stack_frame **f, size_t *n)
+{
+	if (sym->nextstale)	/* the one handed back last is done with */
+		free(sym->stale[sym->nextstale - 1].f);
+	if (sym->nextstale >= sym->nstale) {
+		/* A round ends; the next begins when names have changed. */
+		free(sym->stale);
+		sym->stale = NULL;
+		sym->nstale = sym->nextstale = 0;
+		if (!sym->jit_renamed || !sym->nkept)
+			return false;
+		sym->jit_renamed = false;
+		sym->stale = sym->kept;
+		sym->nstale = sym->nkept;
+		sym->kept = NULL;
+		sym->nkept = sym->allockept = 0;
+	}
+	const struct kept *k = &sym->stale[sym->nextstale++];
+	*id = k->id;
+	*f = k->f;
+	*n = k->n;
+	return true;
 }
 
 static struct module *module_of(struct sp_symbolizer *sym, uint64_t id)
@@ -509,7 +595,8 @@ int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame 
 		key.k.addr = f->rel;	/* markers differ by their reason */
 	const struct module *mod = module_of(sym, f->module);
 	if (mod && mod->kind == MOD_JIT)	/* a JIT name holds until its map is read again */
-		key.k.gen = sp_perfmaps_generation(sym->perfmaps, mod->pid);
+		key.k.gen = sp_perfmaps_generation(sym->perfmaps, mod->pid) |
+			    (uint64_t)sp_jitdumps_generation(sym->jitdumps, mod->pid) << 32;
 	key.e.hash = (uint32_t)(sp_hash_u64(key.k.module * 31 + key.k.addr) ^ key.k.flags ^
 				(key.k.gen << 16));
 	struct sp_hashmap_entry *e = sp_hashmap_get(&sym->frames, &key.e, NULL);
@@ -527,7 +614,25 @@ int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame 
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
 	}
 	*id = sym->nframes++;
+	sym->fresh_id = *id;
+	sym->fresh = true;
 	return 1;
+}
+
+bool sp_symbolizer_unnamed(const struct sp_symbolizer *sym, uint64_t id)
+{
+	return id < sym->nunnamed && sym->unnamed[id];
+}
+
+/* Notes whether the frame interned last, resolved now, is JIT code left unnamed. */
+static void note_unnamed(struct sp_symbolizer *sym, const struct sp_symframe *out)
+{
+	if (!sym->fresh)
+		return;
+	sym->fresh = false;
+	if ((out->flags & SP_SYM_JIT) && out->origin == SP_ORIGIN_ADDRESS_ONLY &&
+	    SP_ALLOC_SLOT(sym->unnamed, sym->fresh_id, sym->nunnamed, sym->allocunnamed) == 0)
+		sym->unnamed[sym->fresh_id] = 1;
 }
 
 static enum sp_sym_origin origin_of(const char *s)
@@ -599,8 +704,18 @@ void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_fram
 			from_sym(out, sp_symtab_find(&sym->ksyms, f->addr - back), f->addr,
 				 SP_ORIGIN_KALLSYMS);
 	} else if (mod && mod->kind == MOD_JIT) {
-		from_sym(out, sp_perfmaps_find(sym->perfmaps, mod->pid, f->addr - back), f->addr,
-			 SP_ORIGIN_PERF_MAP);
+		/* A jitdump's code ranges are exact and its own: it wins over a perf map. */
+		struct sp_jitdump_sym js;
+		if (sp_jitdumps_find(sym->jitdumps, mod->pid, f->addr - back, &js)) {
+			out->origin = SP_ORIGIN_JITDUMP;
+			out->name = js.name;
+			out->offset = f->addr - js.start;
+			out->file = js.file;
+			out->line = js.line;
+		} else {
+			from_sym(out, sp_perfmaps_find(sym->perfmaps, mod->pid, f->addr - back),
+				 f->addr, SP_ORIGIN_PERF_MAP);
+		}
 	} else if (mod && mod->kind == MOD_VDSO) {
 		struct sp_elfsym *v = vdso_of(sym, mod);
 		from_elf(out, v ? sp_elfsym_lookup(v, f->rel - back) : NULL, back, false);
@@ -630,6 +745,7 @@ void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_fram
 		out->flags |= SP_SYM_INLINE;
 	out->has_offset = out->offset || out->origin != SP_ORIGIN_ADDRESS_ONLY;
 	sym->by_origin[out->origin]++;
+	note_unnamed(sym, out);
 }
 
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_sym_stats *st)

@@ -23,6 +23,7 @@
 #include "stream/records.h"
 #include "stream/stream.h"
 #include "sym/elfsym.h"
+#include "sym/jitdump.h"
 #include "sym/perfmaps.h"
 #include "sym/search.h"
 #include "util/error.h"
@@ -33,6 +34,7 @@
 	X(DYNSYM, "dynsym") \
 	X(DEBUGINFO, "debuginfo") \
 	X(PERF_MAP, "perf-map") \
+	X(JITDUMP, "jitdump") \
 	X(KALLSYMS, "kallsyms") \
 	X(ADDRESS_ONLY, "address-only")
 
@@ -112,6 +114,24 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec);
  */
 int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame *f, uint64_t *id);
 
+/*
+ * JIT code is often named after its first samples: a JIT writes its
+ * jitdump file after the code runs, and buffers it.  So a stack with a
+ * JIT frame left unnamed is kept (a copy of its frames, at most 65536
+ * stacks), and once a jitdump record has brought code loads or moves,
+ * sp_symbolizer_next_stale() hands each kept stack back, to be interned
+ * and resolved again and its symstack written again under the same id
+ * (a stack still unnamed is kept again).  The frames stay valid until
+ * the next call.  keep returns 0, or -1 when memory runs out.
+ * sp_symbolizer_unnamed() tells whether frame id (of this segment) is JIT
+ * code that was left unnamed, for a stack whose frames were interned
+ * before.
+ */
+bool sp_symbolizer_unnamed(const struct sp_symbolizer *sym, uint64_t id);
+int sp_symbolizer_keep_stack(struct sp_symbolizer *sym, uint64_t id,
+			     const struct sp_stack_frame *f, size_t n);
+bool sp_symbolizer_next_stale(struct sp_symbolizer *sym, uint64_t *id,
+			      const struct sp_stack_frame **f, size_t *n);
 /* Names frame f into *out (see struct sp_symframe) and counts its origin. */
 void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_frame *f,
 			   struct sp_symframe *out);
