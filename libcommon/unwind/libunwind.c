@@ -32,11 +32,24 @@ extern int UNW_OBJ(dwarf_search_unwind_table)(unw_addr_space_t as, unw_word_t ip
 struct luobj {
 	bool table;			/* an .eh_frame_hdr table libunwind can search */
 	uint64_t hdr_vaddr, table_off, count;
+	/*
+	 * Else its .debug_frame (dbg, dbglen), rewritten for one bias as a
+	 * region that access_mem serves at an address of no mapping, just
+	 * past the module's last segment (sp_debug_frame_to_eh()).
+	 */
+	const unsigned char *dbg;
+	size_t dbglen;
+	uint64_t vend;			/* the end of the highest PT_LOAD */
+	bool tried;
+	unsigned char *region;
+	size_t rlen;
+	uint64_t raddr, rbias, rcount;
 };
 
 /* A module a sample's unwind has touched, with where it is loaded. */
 struct lumod {
 	struct modstate *ms;
+	const struct luobj *lo;
 	uint64_t bias;			/* address = bias + ELF virtual address */
 };
 
@@ -68,6 +81,39 @@ static uint64_t map_bias(struct sp_unwinder *u, const struct sp_mapping *m)
 	return m->start - sp_unwind_rel(u, m, m->start);
 }
 
+static void luobj_free(void *p)
+{
+	struct luobj *lo = p;
+	if (lo)
+		free(lo->region);
+	free(lo);
+}
+
+/* A module's .debug_frame, decompressed (libdw may have done it already). */
+static void find_debug_frame(Elf *elf, struct luobj *lo)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) ||
+		    strcmp(name, ".debug_frame") != 0)
+			continue;
+		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+			return;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (d && d->d_buf && d->d_size) {
+			lo->dbg = d->d_buf;
+			lo->dbglen = d->d_size;
+		}
+		return;
+	}
+}
+
 /* Reads the engine's facts about a module once: its .eh_frame_hdr table. */
 static struct luobj *luobj_get(struct sp_lunwinder *l, struct sp_object *obj,
 			       struct modstate *ms)
@@ -87,28 +133,56 @@ static struct luobj *luobj_get(struct sp_lunwinder *l, struct sp_object *obj,
 		return lo;
 	for (size_t i = 0; i < nph; i++) {
 		GElf_Phdr ph;
-		if (!gelf_getphdr(ms->elf, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+		if (!gelf_getphdr(ms->elf, (int)i, &ph))
 			continue;
-		if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
-			break;
+		if (ph.p_type == PT_LOAD && ph.p_vaddr + ph.p_memsz > lo->vend)
+			lo->vend = ph.p_vaddr + ph.p_memsz;
+		if (ph.p_type != PT_GNU_EH_FRAME || lo->table ||
+		    ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+			continue;
 		if (sp_eh_frame_hdr_table(file + ph.p_offset, ph.p_filesz, &lo->table_off,
 					  &lo->count) == 0 && lo->count) {
 			lo->table = true;
 			lo->hdr_vaddr = ph.p_vaddr;
 		}
-		break;
 	}
+	if (!lo->table)
+		find_debug_frame(ms->elf, lo);
 	return lo;
 }
 
+/*
+ * The region made of a module's .debug_frame for a bias, made on first
+ * use (again if the module turns up at another bias); false if none.
+ */
+static bool debug_region(struct luobj *lo, uint64_t bias)
+{
+	if (lo->region && lo->rbias == bias)
+		return true;
+	if (!lo->dbg || (lo->tried && lo->rbias == bias))
+		return false;
+	free(lo->region);
+	lo->region = NULL;
+	lo->tried = true;
+	lo->rbias = bias;
+	/* Past the module's last page, where no byte of it is read. */
+	lo->raddr = bias + ((lo->vend + 0xffff) & ~0xffffull) + 0x10000;
+	return sp_debug_frame_to_eh(lo->dbg, lo->dbglen, lo->raddr, bias, &lo->region,
+				    &lo->rlen, &lo->rcount) == 0;
+}
+
 /* Remembers a module the unwind reads from, the oldest making room. */
-static void remember(struct lusample *s, struct modstate *ms, uint64_t bias)
+static void remember(struct lusample *s, struct modstate *ms, const struct luobj *lo,
+		     uint64_t bias)
 {
 	for (unsigned i = 0; i < s->nmods; i++)
-		if (s->mods[i].ms == ms && s->mods[i].bias == bias)
+		if (s->mods[i].ms == ms && s->mods[i].bias == bias) {
+			if (lo)
+				s->mods[i].lo = lo;
 			return;
+		}
 	unsigned i = s->nmods < MAX_MODS ? s->nmods++ : s->next_mod++ % MAX_MODS;
-	s->mods[i] = (struct lumod){ ms, bias };
+	s->mods[i] = (struct lumod){ ms, lo, bias };
 }
 
 /* Reads 8 bytes at ELF address vaddr of a module's file; 0 or -1. */
@@ -164,16 +238,23 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, in
 	 * of it the stream has no mapping for (only executable mappings are
 	 * recorded), such as .eh_frame in a read-only segment.
 	 */
-	for (unsigned i = 0; i < s->nmods; i++)
+	for (unsigned i = 0; i < s->nmods; i++) {
+		const struct luobj *lo = s->mods[i].lo;
+		if (lo && lo->region && addr >= lo->raddr && addr - lo->raddr < lo->rlen &&
+		    lo->rlen - (addr - lo->raddr) >= 8) {
+			memcpy(valp, lo->region + (addr - lo->raddr), 8);
+			return 0;
+		}
 		if (read_module(s->mods[i].ms, addr - s->mods[i].bias, &v) == 0) {
 			*valp = v;
 			return 0;
 		}
+	}
 	const struct sp_mapping *m;
 	struct modstate *ms = module_at(s, addr, &m);
 	if (ms) {
 		uint64_t bias = map_bias(s->l->u, m);
-		remember(s, ms, bias);
+		remember(s, ms, NULL, bias);
 		if (read_module(ms, addr - bias, &v) == 0) {
 			*valp = v;
 			return 0;
@@ -234,17 +315,23 @@ static int find_info(struct lusample *s, unw_addr_space_t as, unw_word_t ip,
 	struct luobj *lo = luobj_get(s->l, m->obj, ms);
 	if (!lo)
 		return -UNW_ENOMEM;
-	if (!lo->table)
-		return -UNW_ENOINFO;
 	uint64_t bias = map_bias(s->l->u, m);
-	remember(s, ms, bias);
 	unw_dyn_info_t di = { 0 };
 	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
 	di.start_ip = m->start;
 	di.end_ip = m->end;
-	di.u.rti.segbase = bias + lo->hdr_vaddr;
-	di.u.rti.table_data = bias + lo->hdr_vaddr + lo->table_off;
-	di.u.rti.table_len = lo->count * 8 / sizeof(unw_word_t);
+	if (lo->table) {
+		di.u.rti.segbase = bias + lo->hdr_vaddr;
+		di.u.rti.table_data = bias + lo->hdr_vaddr + lo->table_off;
+		di.u.rti.table_len = lo->count * 8 / sizeof(unw_word_t);
+	} else if (debug_region(lo, bias)) {
+		di.u.rti.segbase = lo->raddr;
+		di.u.rti.table_data = lo->raddr;
+		di.u.rti.table_len = lo->rcount * 8 / sizeof(unw_word_t);
+	} else {
+		return -UNW_ENOINFO;
+	}
+	remember(s, ms, lo, bias);
 	return UNW_OBJ(dwarf_search_unwind_table)(as, ip, &di, pi, need_unwind_info, s);
 }
 
@@ -320,22 +407,25 @@ void sp_lunwinder_free(struct sp_lunwinder *l)
 	if (!l)
 		return;
 	unw_destroy_addr_space(l->as);
-	sp_u64map_release(&l->objs, free);
+	sp_u64map_release(&l->objs, luobj_free);
 	free(l);
 }
 
 /*
  * Why a stack ends where unw_step() returned rc, 0 or an error, from
- * frame f.  libunwind also returns 0 where its heuristics for a frame
- * without unwind information (the frame-pointer chain) found nothing
- * more, which is no thread entry: only an end that the unwind
- * information itself gave counts as complete.
+ * frame f whose frame pointer was fp.  libunwind also returns 0 where
+ * its heuristics for a frame without unwind information (the frame-
+ * pointer chain) found nothing more, which is no thread entry unless
+ * the frame pointer was 0, the chain's end (glibc's _start and Go's
+ * goroutines start so): otherwise only an end that the unwind
+ * information gave counts as complete.
  */
-static enum sp_unwind_end step_end(const struct lusample *s, const struct sp_uframe *f, int rc)
+static enum sp_unwind_end step_end(const struct lusample *s, const struct sp_uframe *f, int rc,
+				   uint64_t fp)
 {
 	if (rc < 0 && s->fail)
 		return (enum sp_unwind_end)s->fail;
-	if (rc == -UNW_ENOINFO || (s->asked && s->info < 0))
+	if (rc == -UNW_ENOINFO || (s->asked && s->info < 0 && (rc < 0 || fp != 0)))
 		return f->flags & SP_FRAME_JIT ? SP_END_JIT_NO_MAP : SP_END_NO_CFI;
 	return rc == 0 ? SP_END_COMPLETE : SP_END_BAD_CFA;
 }
@@ -357,7 +447,7 @@ enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
 		max = u->o.max_depth;
 	if (unw_init_remote(&cursor, l->as, &s) < 0)
 		return SP_END_BAD_CFA;
-	bool retaddr = false;
+	bool retaddr = false, guessed = false, guessed_jit = false;
 	uint64_t prev_sp = 0;
 	for (;;) {
 		unw_word_t pc, sp;
@@ -393,9 +483,28 @@ enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
 		}
 		s.fail = 0;
 		s.asked = false;
+		unw_word_t fp = 1;
+		unw_get_reg(&cursor, UNW_X86_64_RBP, &fp);
 		int rc = unw_step(&cursor);
-		if (rc <= 0)
-			return step_end(&s, f, rc);
+		unw_word_t next;
+		/* A return address of 0 ends a stack, as the format says. */
+		if (rc > 0 && unw_get_reg(&cursor, UNW_REG_IP, &next) == 0 && next == 0)
+			rc = 0;
+		if (rc <= 0) {
+			enum sp_unwind_end end = step_end(&s, f, rc, fp);
+			if (end == SP_END_COMPLETE && guessed)
+				return guessed_jit ? SP_END_JIT_NO_MAP : SP_END_NO_CFI;
+			return end;
+		}
+		/*
+		 * A step libunwind took by its own heuristics, for code without
+		 * unwind information, may have found a caller or a stale return
+		 * address: the stack can no longer be called complete.
+		 */
+		if (s.asked && s.info < 0 && !guessed) {
+			guessed = true;
+			guessed_jit = f->flags & SP_FRAME_JIT;
+		}
 		/*
 		 * libunwind 1.6's x86_64 cursor says "signal frame" once it has
 		 * stepped through one (a signal trampoline, by its CFI or its
