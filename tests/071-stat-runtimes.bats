@@ -47,11 +47,13 @@ setup() {
 	S=$BATS_TEST_TMPDIR/rec.sps
 }
 
-# stages OUT CMD...: records a command into OUT.raw, OUT.unw and OUT.
+# stages OUT CMD...: records a command into OUT.raw, OUT.unw and OUT.  It
+# runs in the test's own directory: node with --perf-basic-prof writes
+# isolate-*-v8.log files where it runs.
 stages() {
 	local out=$1
 	shift
-	sp-capture -q -F 999 -o "$out.raw" -- "$@" > /dev/null
+	(cd "$BATS_TEST_TMPDIR" && sp-capture -q -F 999 -o "$out.raw" -- "$@" > /dev/null)
 	sp-unwind -o "$out.unw" "$out.raw"
 	sp-symbolize -o "$out" "$out.unw"
 }
