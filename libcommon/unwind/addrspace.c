@@ -15,6 +15,7 @@
 #include "util/alloc.h"
 #include "util/hashmap.h"
 #include "unwind/addrspace.h"
+#include "unwind/internal.h"
 #include "util/search.h"
 
 struct proc {
@@ -56,6 +57,7 @@ struct sp_addrspaces {
 	size_t nobjs, allocobjs;
 	struct image *images;
 	size_t nimages, allocimages;
+	struct sp_jitcfi *jit;	/* from jitdump records (jitcfi.c); NULL: none */
 };
 
 static int objent_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
@@ -121,6 +123,13 @@ void sp_addrspaces_reset(struct sp_addrspaces *a, void (*free_priv)(void *))
 	a->lastp = NULL;
 	free_objects(a, free_priv);
 	free_images(a);
+	sp_jitcfi_free(a->jit);
+	a->jit = NULL;
+}
+
+struct sp_jitcfi *sp_addrspaces_jitcfi(struct sp_addrspaces *a)
+{
+	return a->jit;
 }
 
 void sp_addrspaces_free(struct sp_addrspaces *a, void (*free_priv)(void *))
@@ -385,6 +394,8 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 	}
 	case SP_R_IMAGE:
 		return image_add(a, rec);
+	case SP_R_JITDUMP:
+		return sp_jitcfi_note(&a->jit, rec);
 	case SP_R_EXIT: {
 		sp_map_u64(rec, "tid", &tid);
 		struct proc *p = proc_find(a, (uint32_t)pid);

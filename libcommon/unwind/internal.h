@@ -108,6 +108,23 @@ static inline const struct rule *sp_unwind_rule(struct sp_unwinder *u, struct mo
 	return sp_unwind_rule_miss(u, ms, addr);
 }
 
+/*
+ * jitcfi.c: unwinding information of JIT code from the jitdump records
+ * of a stream.  sp_jitcfi_note() takes a jitdump record (creating *jc on
+ * the first); 0, or -1 when memory runs out.  sp_unwind_jit_rule() is the
+ * compiled rule for addr in pid's JIT code, or NULL when no unwinding-info
+ * record covers it (then the frame-pointer walk is the way on).  The rule
+ * stays valid until the address spaces are reset.
+ */
+struct sp_jitcfi;
+int sp_jitcfi_note(struct sp_jitcfi **jc, const msgpack_object *rec);
+void sp_jitcfi_free(struct sp_jitcfi *jc);
+const struct rule *sp_unwind_jit_rule(struct sp_unwinder *u, struct sp_addrspaces *a,
+				      uint32_t pid, uint64_t addr);
+
+/* addrspace.c: the address spaces' JIT unwinding information; NULL: none yet. */
+struct sp_jitcfi *sp_addrspaces_jitcfi(struct sp_addrspaces *a);
+
 /* cfi.c: frees a module's rules. */
 void sp_unwind_rules_free(struct modstate *ms);
 

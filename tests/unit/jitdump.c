@@ -281,3 +281,102 @@ SP_TEST(jitdump_cut_file_waits_for_more)
 	sp_jitdump_free(j);
 	sp_buf_release(&d.b);
 }
+
+#if defined(__x86_64__)
+#include "pack.h"
+#include "stream/record.h"
+#include "unwind/addrspace.h"
+#include "unwind/internal.h"
+
+/*
+ * The unwinding information V8 (node --perf-prof-unwinding-info) wrote
+ * for a function of 708 bytes at 0x7efd84005b80: an .eh_frame (one CIE,
+ * one FDE) and its .eh_frame_hdr.  The FDE says: push rbp at +15, rbp is
+ * the CFA register from +18 to +104, then rsp again, and from +123 rbp.
+ */
+static const char v8_unwind_hex[] =
+	"1800000000000000037a4c520001781002ff1b0c0708900100000000"
+	"200000002000000014fdffffc1020000004f0e108602430d0602560d"
+	"07410e08520c061000000000011b033bb8ffffff01000000f4fcffff"
+	"d8ffffff";
+
+static void unwind_file(struct jd *d, uint64_t code)
+{
+	unsigned char eh[88];
+	for (size_t i = 0; i < sizeof(eh); i++)
+		sscanf(v8_unwind_hex + 2 * i, "%2hhx", &eh[i]);
+	sp_buf_init(&d->b);
+	d->swap = 0;
+	header(d, 40);
+	put32(d, SP_JIT_CODE_UNWINDING_INFO);
+	put32(d, 40 + sizeof(eh));
+	put64(d, 1);
+	put64(d, sizeof(eh));
+	put64(d, 20);
+	put64(d, sizeof(eh));
+	sp_buf_add(&d->b, eh, sizeof(eh));
+	code_load(d, code, 708, "JS:*hotLoop a.js:1:17", 1);
+}
+
+/* Gives a the jitdump record of pid holding n bytes of the file from off. */
+static int apply_jitdump(struct sp_addrspaces *a, uint32_t pid, const void *p, size_t off,
+			 size_t n)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_unpacked_init(&up);
+	msgpack_pack_map(&pk, 5);
+	sp_pack_kv_str(&pk, "t", "jitdump");
+	sp_pack_kv_u64(&pk, "pid", pid);
+	sp_pack_kv_str(&pk, "path", "/tmp/jit-4242.dump");
+	sp_pack_kv_u64(&pk, "off", off);
+	sp_pack_kv_bin(&pk, "data", (const char *)p + off, n);
+	size_t used = 0;
+	int rc = -1;
+	if (msgpack_unpack_next(&up, sb.data, sb.size, &used) == MSGPACK_UNPACK_SUCCESS)
+		rc = sp_addrspaces_apply(a, SP_R_JITDUMP, &up.data);
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+SP_TEST(jitdump_unwinding_info_gives_rules)
+{
+	const uint64_t code = 0x7efd84005b80;
+	struct jd d;
+	unwind_file(&d, code);
+	struct sp_addrspaces *a = sp_addrspaces_new();
+	struct sp_unwind_regmap map;
+	sp_unwind_regmap_native(&map, &sp_arch_x86_64);
+	struct sp_unwind_options opt = { .max_depth = 8, .this_host = true, .regs = &map };
+	struct sp_unwinder *u = sp_unwinder_new(&opt);
+	SP_CHECK(a && u);
+	/* In two records, cut inside the code load. */
+	SP_CHECK(apply_jitdump(a, 4242, d.b.p, 0, 200) == 0);
+	SP_CHECK(sp_unwind_jit_rule(u, a, 4242, code + 0x20) == NULL);
+	SP_CHECK(apply_jitdump(a, 4242, d.b.p, 200, d.b.len - 200) == 0);
+
+	const struct rule *r = sp_unwind_jit_rule(u, a, 4242, code);
+	SP_CHECK(r && r->cfa_simple && r->cfa_reg == 7 && r->cfa_off == 8);
+	SP_CHECK(r && r->kind[16] == R_OFFSET && r->off[16] == -8);
+	r = sp_unwind_jit_rule(u, a, 4242, code + 0x20);
+	SP_CHECK(r && r->cfa_simple && r->cfa_reg == 6 && r->cfa_off == 16);
+	SP_CHECK(r && r->kind[6] == R_OFFSET && r->off[6] == -16);
+	r = sp_unwind_jit_rule(u, a, 4242, code + 104);
+	SP_CHECK(r && r->cfa_simple && r->cfa_reg == 7 && r->cfa_off == 16);
+	SP_CHECK(sp_unwind_jit_rule(u, a, 4242, code + 708 + 64) == NULL);
+	SP_CHECK(sp_unwind_jit_rule(u, a, 4243, code + 0x20) == NULL);
+
+	/* Code loaded again over it, without unwinding information: none. */
+	size_t had = d.b.len;
+	code_load(&d, code, 708, "JS:*other a.js:9:1", 2);
+	SP_CHECK(apply_jitdump(a, 4242, d.b.p, had, d.b.len - had) == 0);
+	SP_CHECK(sp_unwind_jit_rule(u, a, 4242, code + 0x20) == NULL);
+	sp_unwinder_free(u);
+	sp_addrspaces_free(a, NULL);
+	sp_buf_release(&d.b);
+}
+#endif
