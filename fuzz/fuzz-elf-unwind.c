@@ -13,14 +13,20 @@
  *   10-11  bp, as an offset from sp
  *   12     bit 0: the copy filled its window (the second unwind says the
  *          opposite); bit 1: no frame-pointer fallback; bit 2: the
- *          second pc lies in the anonymous mapping
+ *          second pc lies in the anonymous mapping; bit 3: the module
+ *          is the vDSO of a stream of another boot (below)
  *
  * and the stack copy is that many bytes just before those 16 (fewer when
  * the input is shorter).  The address space of process PID has the
  * module mapped at BASE for 4 GiB from file offset 0, and anonymous
  * memory (JIT code) above it.  The module is recorded with no build-id,
  * at /proc/self/fd/N of a memfd holding the input, and the stream is
- * said to come from this host, so the file is used as found.
+ * said to come from this host, so the file is used as found.  With bit 3
+ * the module is "[vdso]" instead, recorded with the input's build-id (or
+ * a made-up one when it has none) and given by an image record whose
+ * data is the whole input, as sp-capture writes it; the stream is said
+ * to come from another boot, so only the image can be used (through
+ * elf_memory), and only when it carries that build-id.
  *
  * It checks that each unwind stores at least the interrupted
  * instruction and at most the frame limit, ends for a known reason, gives
@@ -84,18 +90,49 @@ static void pack_str(msgpack_packer *pk, const char *s)
 	msgpack_pack_str_body(pk, s, n);
 }
 
-/* Applies a map record of PID with no build-id. */
-static void add_map(struct sp_addrspaces *a, uint64_t start, uint64_t len, const char *path)
+/* Applies the record packed in sb, of the given type. */
+static void apply(struct sp_addrspaces *a, enum sp_rtype type, msgpack_sbuffer *sb)
 {
-	msgpack_sbuffer sb;
-	msgpack_packer pk;
 	msgpack_zone zone;
 	msgpack_object obj;
 	size_t off = 0;
 
+	check(msgpack_zone_init(&zone, 1024));
+	check(msgpack_unpack(sb->data, sb->size, &off, &zone, &obj) == MSGPACK_UNPACK_SUCCESS);
+	check(sp_addrspaces_apply(a, type, &obj) == 0);
+	msgpack_zone_destroy(&zone);
+	msgpack_sbuffer_destroy(sb);
+}
+
+/*
+ * Applies a map record of PID, with a build-id when idlen > 0; with
+ * image, an image record of size bytes for it first.
+ */
+static void add_map(struct sp_addrspaces *a, uint64_t start, uint64_t len, const char *path,
+		    const unsigned char *id, int idlen, const uint8_t *image, size_t size)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	if (image) {
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		msgpack_pack_map(&pk, 4);
+		pack_str(&pk, "t");
+		pack_str(&pk, "image");
+		pack_str(&pk, "path");
+		pack_str(&pk, path);
+		pack_str(&pk, "build_id");
+		msgpack_pack_bin(&pk, (size_t)idlen);
+		msgpack_pack_bin_body(&pk, id, (size_t)idlen);
+		pack_str(&pk, "data");
+		msgpack_pack_bin(&pk, size);
+		msgpack_pack_bin_body(&pk, image, size);
+		apply(a, SP_R_IMAGE, &sb);
+	}
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 6);
+	msgpack_pack_map(&pk, 6 + (idlen > 0));
 	pack_str(&pk, "t");
 	pack_str(&pk, "map");
 	pack_str(&pk, "pid");
@@ -108,11 +145,12 @@ static void add_map(struct sp_addrspaces *a, uint64_t start, uint64_t len, const
 	msgpack_pack_uint64(&pk, 0);
 	pack_str(&pk, "path");
 	pack_str(&pk, path);
-	check(msgpack_zone_init(&zone, 1024));
-	check(msgpack_unpack(sb.data, sb.size, &off, &zone, &obj) == MSGPACK_UNPACK_SUCCESS);
-	check(sp_addrspaces_apply(a, SP_R_MAP, &obj) == 0);
-	msgpack_zone_destroy(&zone);
-	msgpack_sbuffer_destroy(&sb);
+	if (idlen > 0) {
+		pack_str(&pk, "build_id");
+		msgpack_pack_bin(&pk, (size_t)idlen);
+		msgpack_pack_bin_body(&pk, id, (size_t)idlen);
+	}
+	apply(a, SP_R_MAP, &sb);
 }
 
 /*
@@ -225,7 +263,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		slen = MAX_STACK;
 	if (slen > before)
 		slen = before;
-	bool full = ctl[12] & 1, fp = !(ctl[12] & 2), anon2 = ctl[12] & 4;
+	bool full = ctl[12] & 1, fp = !(ctl[12] & 2), anon2 = ctl[12] & 4, vdso = ctl[12] & 8;
 	uint64_t ip1 = BASE + get32(ctl), ip2 = (anon2 ? ANON : BASE) + get32(ctl + 4);
 	uint64_t bp = SP + get16(ctl + 10);
 
@@ -254,11 +292,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	struct sp_addrspaces *a = sp_addrspaces_new();
 	check(a != NULL);
-	add_map(a, BASE, MODLEN, path);
-	add_map(a, ANON, ANONLEN, "//anon");
+	if (vdso) {
+		/* An image of another build-id than its own is not used. */
+		static const unsigned char other[20] = { 1, 2, 3 };
+		add_map(a, BASE, MODLEN, "[vdso]", idlen > 0 ? id : other,
+			idlen > 0 ? idlen : (int)sizeof(other), data, size);
+	} else {
+		add_map(a, BASE, MODLEN, path, NULL, 0, NULL, 0);
+	}
+	add_map(a, ANON, ANONLEN, "//anon", NULL, 0, NULL, 0);
 	/* This host's stream: a module recorded without identity is used as found. */
 	struct sp_unwind_options o = { .max_depth = MAX_FRAMES, .fp_fallback = fp,
-				       .this_host = true };
+				       .this_host = !vdso };
 	struct sp_unwinder *u = sp_unwinder_new(&o);
 	check(u != NULL);
 
@@ -274,9 +319,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sp_unwinder_stats(u, &st);
 	check(st.modules_opened + st.modules_missing + st.modules_mismatched <= 1);
 	check(st.modules_mismatched == 0);
-	/* The module is found exactly when it is ELF. */
-	if (r[0].f[0].obj && !r[0].f[0].obj->anon)
-		check(st.modules_opened == (idlen >= 0));
+	/* The module is found exactly when it is ELF; the vDSO is not counted. */
+	const struct sp_object *obj = r[0].f[0].obj;
+	if (obj && !obj->anon)
+		check(st.modules_opened == (!vdso && idlen >= 0));
+	/* The vDSO has the stream's image, whatever it holds. */
+	if (obj && vdso)
+		check(obj->vdso && obj->image && obj->image_len == size);
 
 	free(r);
 	sp_unwinder_free(u);
