@@ -10,7 +10,12 @@
  *     first right after the header, and none runs past the bytes fed;
  *   - every pointer of a record lies inside it: a code load's name and
  *     code, the unwinding data, each debug-info line's file name;
- *   - a reader that failed stays failed.
+ *   - a reader that failed stays failed;
+ * and it gives the input, as two jitdump records of a stream, to
+ * sp-symbolize's table (sym/jitdump.h) and to the unwinder's address
+ * spaces (unwind/jitcfi.c), then looks up the start and end of every
+ * code load: a name found lies in a code load, a rule is one libdw
+ * compiled from the input's unwinding information, and nothing crashes.
  *
  * Any broken invariant calls abort().  Nothing is printed on success and
  * everything is freed before returning.
@@ -19,7 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <msgpack.h>
+
 #include "stream/jitdump.h"
+#include "stream/stream.h"
+#include "sym/jitdump.h"
+#include "unwind/addrspace.h"
+#include "unwind/internal.h"
 
 struct seen {
 	uint64_t off;
@@ -131,6 +142,80 @@ static void read_in(const uint8_t *data, size_t size, size_t step, struct run *o
 	sp_jitdump_free(j);
 }
 
+/* The input's bytes [off, off + n) as the jitdump record of pid 7. */
+static void jitdump_record(msgpack_sbuffer *sb, const uint8_t *data, size_t off, size_t n)
+{
+	msgpack_packer pk;
+	msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 5);
+	sp_pack_str(&pk, "t");
+	sp_pack_str(&pk, "jitdump");
+	sp_pack_str(&pk, "pid");
+	msgpack_pack_uint64(&pk, 7);
+	sp_pack_str(&pk, "path");
+	sp_pack_str(&pk, "/tmp/jit-7.dump");
+	sp_pack_str(&pk, "off");
+	msgpack_pack_uint64(&pk, off);
+	sp_pack_str(&pk, "data");
+	msgpack_pack_bin(&pk, n);
+	msgpack_pack_bin_body(&pk, data + off, n);
+}
+
+static void ignore(void *arg, const char *msg)
+{
+	(void)arg;
+	check(msg && *msg);
+}
+
+/* The consumers of the stream's records: names and unwinding rules. */
+static void consumers(const uint8_t *data, size_t size, const struct run *whole)
+{
+	struct sp_jitdumps *jd = sp_jitdumps_new(ignore, NULL);
+	struct sp_addrspaces *a = sp_addrspaces_new();
+	struct sp_unwind_regmap map;
+	sp_unwind_regmap_native(&map, &sp_arch_x86_64);
+	struct sp_unwind_options opt = { .max_depth = 8, .regs = &map };
+	struct sp_unwinder *u = sp_unwinder_new(&opt);
+	check(jd && a && u);
+	size_t half = size / 2;
+	for (int k = 0; k < 2; k++) {
+		msgpack_sbuffer sb;
+		msgpack_unpacked up;
+		msgpack_sbuffer_init(&sb);
+		msgpack_unpacked_init(&up);
+		jitdump_record(&sb, data, k ? half : 0, k ? size - half : half);
+		size_t used = 0;
+		check(msgpack_unpack_next(&up, sb.data, sb.size, &used) == MSGPACK_UNPACK_SUCCESS);
+		struct sp_record rec = { .type = SP_R_JITDUMP, .map = &up.data };
+		check(sp_jitdumps_note(jd, &rec) == 0);
+		check(sp_addrspaces_apply(a, SP_R_JITDUMP, &up.data) == 0);
+		msgpack_unpacked_destroy(&up);
+		msgpack_sbuffer_destroy(&sb);
+	}
+	/* The code loads, read again: look up their edges. */
+	struct sp_jitdump *j = sp_jitdump_new();
+	struct sp_jit_rec r;
+	check(j != NULL);
+	sp_jitdump_feed(j, data, size);
+	for (size_t i = 0; i < whole->n && sp_jitdump_next(j, &r) == 1; i++) {
+		if (r.type != SP_JIT_CODE_LOAD)
+			continue;
+		uint64_t at[3] = { r.u.load.code_addr, r.u.load.code_addr + r.u.load.code_size / 2,
+				   r.u.load.code_addr + r.u.load.code_size - 1 };
+		for (int k = 0; k < 3; k++) {
+			struct sp_jitdump_sym js;
+			if (sp_jitdumps_find(jd, 7, at[k], &js))
+				check(js.name != NULL && js.start <= at[k]);
+			const struct rule *rule = sp_unwind_jit_rule(u, a, 7, at[k]);
+			check(!rule || !rule->none);
+		}
+	}
+	sp_jitdump_free(j);
+	sp_unwinder_free(u);
+	sp_addrspaces_free(a, NULL);
+	sp_jitdumps_free(jd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct run whole, pieces;
@@ -143,6 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(strcmp(whole.err, pieces.err) == 0);
 	for (size_t i = 0; i < whole.n; i++)
 		check(memcmp(&whole.v[i], &pieces.v[i], sizeof(whole.v[i])) == 0);
+	consumers(data, size, &whole);
 	free(whole.v);
 	free(pieces.v);
 	return 0;
