@@ -486,6 +486,9 @@ enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
 		unw_word_t fp = 1;
 		unw_get_reg(&cursor, UNW_X86_64_RBP, &fp);
 		int rc = unw_step(&cursor);
+		/* --no-fp-fallback: no step without unwind information. */
+		if (s.asked && s.info < 0 && !u->o.fp_fallback)
+			return SP_END_NO_CFI;
 		unw_word_t next;
 		/* A return address of 0 ends a stack, as the format says. */
 		if (rc > 0 && unw_get_reg(&cursor, UNW_REG_IP, &next) == 0 && next == 0)
