@@ -44,6 +44,30 @@ static void *read_mem(pid_t pid, uint64_t start, uint64_t len)
 	return buf;
 }
 
+struct vdso_at {
+	uint64_t start, end;
+	bool found;
+};
+
+static int match_vdso(const struct sp_proc_map *m, void *arg)
+{
+	struct vdso_at *v = arg;
+	v->found = m->start == v->start && m->end == v->end && strcmp(m->path, "[vdso]") == 0;
+	return v->found;
+}
+
+/*
+ * Whether pid still has its [vdso] at [start, start + len) after its
+ * memory there was read.  The kernel's record of the mapping is read
+ * some time after the exec that made it; had the process exec'd again
+ * since, the bytes read would be whatever the new program has there.
+ */
+static bool still_vdso(pid_t pid, uint64_t start, uint64_t len)
+{
+	struct vdso_at v = { start, start + len, false };
+	return sp_proc_maps(pid, match_vdso, &v) == 0 && v.found;
+}
+
 /*
  * Whether pid runs an executable of sp-capture's own ELF class and
  * machine.  The kernel maps one vDSO image per ABI in a boot, so such a
@@ -107,6 +131,11 @@ int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint6
 		return 0;
 	void *buf = read_mem(pid, start, len);
 	size_t n = len;
+	if (buf && !still_vdso(pid, start, len)) {
+		free(buf);
+		r->errors[SP_E_BUILD_ID_UNREADABLE]++;
+		return 0;
+	}
 	if (!buf)
 		buf = own_image(pid, len, &n);
 	/* libelf may convert a copy in place: the build-id is read from another. */
