@@ -120,6 +120,10 @@ struct counts {
 	struct sp_u64map index;	/* key -> position in v, plus 1 */
 };
 
+/* The origins of a frame's name (format 1.1 added jitdump), address-only last. */
+#define NORIGINS 7
+#define ORIGIN_ADDRESS_ONLY 6
+
 struct modcount {
 	char *path;
 	uint64_t address_only, frames;
@@ -147,7 +151,7 @@ struct stats {
 	uint64_t uw_samples, uw_user, uw_complete, uw_frames, uw_ends[SP_END_COUNT];
 	/* Symbolization. */
 	bool have_symbolize;
-	uint64_t frames, origins[6], address_only, modules_missing, modules_mismatched;
+	uint64_t frames, origins[NORIGINS], address_only, modules_missing, modules_mismatched;
 	/* Address-only frames of native code: not the vDSO's, not JIT code. */
 	uint64_t native_frames, native_address_only;
 	struct modcount *mods;
@@ -161,8 +165,8 @@ struct stats {
 	struct rtcount rt[RT_COUNT];
 };
 
-static const char *const origin_names[6] = { "symtab", "dynsym", "debuginfo", "perf-map",
-					      "kallsyms", "address-only" };
+static const char *const origin_names[NORIGINS] = { "symtab", "dynsym", "debuginfo", "perf-map",
+						     "jitdump", "kallsyms", "address-only" };
 
 static struct named_count *count_get(struct counts *c, uint32_t pid, uint32_t tid)
 {
@@ -614,10 +618,10 @@ static void take_frame(struct stats *st, const msgpack_object *m)
 		return;
 	st->frames++;
 	bool addr_only = false;
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < NORIGINS; i++)
 		if (strlen(origin_names[i]) == n && memcmp(origin_names[i], o, n) == 0) {
 			st->origins[i]++;
-			addr_only = i == 5;
+			addr_only = i == ORIGIN_ADDRESS_ONLY;
 		}
 	if (addr_only)
 		st->address_only++;
@@ -1070,7 +1074,7 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 		sp_jw_kv_u64(&j, "frames", st->frames);
 		sp_jw_key(&j, "origins");
 		sp_jw_object_begin(&j);
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < NORIGINS; i++)
 			sp_jw_kv_u64(&j, origin_names[i], st->origins[i]);
 		sp_jw_object_end(&j);
 		jw_fixed3(&j, "address_only_pct", pct(st->address_only, st->frames));
@@ -1145,7 +1149,7 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 	if (st->have_symbolize) {
 		fprintf(out, "symbolization: %" PRIu64 " frames, %.1f%% address-only; missing files %" PRIu64 ", mismatched %" PRIu64 "\n",
 			st->frames, pct(st->address_only, st->frames), st->modules_missing, st->modules_mismatched);
-		for (int i = 0; i < 6; i++)
+		for (int i = 0; i < NORIGINS; i++)
 			if (st->origins[i])
 				fprintf(out, "  %8" PRIu64 "  %s\n", st->origins[i], origin_names[i]);
 		size_t k = 0;
