@@ -51,6 +51,9 @@ struct lumod {
 	struct modstate *ms;
 	const struct luobj *lo;
 	uint64_t bias;			/* address = bias + ELF virtual address */
+	uint64_t lo_addr, hi_addr;	/* the addresses of its PT_LOAD file bytes */
+	const unsigned char *file;	/* its bytes (elf_rawfile()) */
+	size_t size;
 };
 
 #define MAX_MODS 8
@@ -66,7 +69,7 @@ struct lusample {
 	int info;			/* find_proc_info's first answer in a step */
 	bool asked;
 	struct lumod mods[MAX_MODS];
-	unsigned nmods, next_mod;
+	unsigned nmods, next_mod, last;	/* last: the module read last */
 };
 
 struct sp_lunwinder {
@@ -182,27 +185,57 @@ static void remember(struct lusample *s, struct modstate *ms, const struct luobj
 			return;
 		}
 	unsigned i = s->nmods < MAX_MODS ? s->nmods++ : s->next_mod++ % MAX_MODS;
-	s->mods[i] = (struct lumod){ ms, lo, bias };
+	struct lumod *md = &s->mods[i];
+	*md = (struct lumod){ ms, lo, bias, UINT64_MAX, 0, NULL, 0 };
+	md->file = (const unsigned char *)elf_rawfile(ms->elf, &md->size);
+	for (size_t k = 0; md->file && k < ms->nloads; k++) {
+		const struct load *ld = &ms->loads[k];
+		if (bias + ld->vaddr < md->lo_addr)
+			md->lo_addr = bias + ld->vaddr;
+		if (bias + ld->vaddr + ld->filesz > md->hi_addr)
+			md->hi_addr = bias + ld->vaddr + ld->filesz;
+	}
 }
 
-/* Reads 8 bytes at ELF address vaddr of a module's file; 0 or -1. */
-static int read_module(const struct modstate *ms, uint64_t vaddr, uint64_t *v)
+/*
+ * Reads 8 bytes at addr of a module: of the region made of its
+ * .debug_frame, or of its file through its PT_LOAD headers.  0 or -1.
+ */
+static int read_module(const struct lumod *md, uint64_t addr, uint64_t *v)
 {
-	size_t size = 0;
-	const unsigned char *file = (const unsigned char *)elf_rawfile(ms->elf, &size);
-	if (!file)
+	const struct luobj *lo = md->lo;
+	if (lo && lo->region && addr >= lo->raddr && addr - lo->raddr < lo->rlen &&
+	    lo->rlen - (addr - lo->raddr) >= 8) {
+		memcpy(v, lo->region + (addr - lo->raddr), 8);
+		return 0;
+	}
+	if (addr < md->lo_addr || addr >= md->hi_addr)
 		return -1;
-	for (size_t i = 0; i < ms->nloads; i++) {
-		const struct load *ld = &ms->loads[i];
+	uint64_t vaddr = addr - md->bias;
+	for (size_t i = 0; i < md->ms->nloads; i++) {
+		const struct load *ld = &md->ms->loads[i];
 		if (vaddr < ld->vaddr || vaddr - ld->vaddr >= ld->filesz ||
 		    ld->filesz - (vaddr - ld->vaddr) < 8)
 			continue;
 		uint64_t off = vaddr - ld->vaddr + ld->off;
-		if (off > size || size - off < 8)
+		if (off > md->size || md->size - off < 8)
 			return -1;
-		memcpy(v, file + off, 8);
+		memcpy(v, md->file + off, 8);
 		return 0;
 	}
+	return -1;
+}
+
+/* Reads 8 bytes at addr of the modules the sample has read, last first. */
+static int read_modules(struct lusample *s, uint64_t addr, uint64_t *v)
+{
+	if (s->last < s->nmods && read_module(&s->mods[s->last], addr, v) == 0)
+		return 0;
+	for (unsigned i = 0; i < s->nmods; i++)
+		if (i != s->last && read_module(&s->mods[i], addr, v) == 0) {
+			s->last = i;
+			return 0;
+		}
 	return -1;
 }
 
@@ -238,24 +271,15 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp, in
 	 * of it the stream has no mapping for (only executable mappings are
 	 * recorded), such as .eh_frame in a read-only segment.
 	 */
-	for (unsigned i = 0; i < s->nmods; i++) {
-		const struct luobj *lo = s->mods[i].lo;
-		if (lo && lo->region && addr >= lo->raddr && addr - lo->raddr < lo->rlen &&
-		    lo->rlen - (addr - lo->raddr) >= 8) {
-			memcpy(valp, lo->region + (addr - lo->raddr), 8);
-			return 0;
-		}
-		if (read_module(s->mods[i].ms, addr - s->mods[i].bias, &v) == 0) {
-			*valp = v;
-			return 0;
-		}
+	if (read_modules(s, addr, &v) == 0) {
+		*valp = v;
+		return 0;
 	}
 	const struct sp_mapping *m;
 	struct modstate *ms = module_at(s, addr, &m);
 	if (ms) {
-		uint64_t bias = map_bias(s->l->u, m);
-		remember(s, ms, NULL, bias);
-		if (read_module(ms, addr - bias, &v) == 0) {
+		remember(s, ms, NULL, map_bias(s->l->u, m));
+		if (read_modules(s, addr, &v) == 0) {
 			*valp = v;
 			return 0;
 		}
