@@ -110,6 +110,7 @@ struct rtcount {
 	uint64_t early;		/* stacks of its processes that ended early */
 	uint64_t early_in_code;	/* ... in a runtime's code: JIT code or builtins */
 	uint64_t jit_frames, jit_unnamed;	/* symbolized JIT frames of its processes */
+	uint64_t jit_perf_map, jit_jitdump;	/* ... named from a perf map, a jitdump */
 	uint64_t stops[SP_END_COUNT];	/* walks that stopped in its code, by reason */
 };
 
@@ -634,6 +635,8 @@ static void take_frame(struct stats *st, const msgpack_object *m)
 		enum runtime r = jit_runtime(proc_runtimes(st, mi ? mi->pid : 0));
 		st->rt[r].jit_frames++;
 		st->rt[r].jit_unnamed += addr_only;
+		st->rt[r].jit_perf_map += strlen("perf-map") == n && memcmp(o, "perf-map", n) == 0;
+		st->rt[r].jit_jitdump += strlen("jitdump") == n && memcmp(o, "jitdump", n) == 0;
 	} else if (!(mi && mi->vdso)) {
 		st->native_frames++;
 		st->native_address_only += addr_only;
@@ -868,8 +871,12 @@ static size_t diagnose(const struct stats *st, struct advice *a)
 		const struct rtcount *c = &st->rt[r];
 		if (!c->jit_unnamed || pct(c->jit_unnamed, c->jit_frames) < 10)
 			continue;
-		snprintf(what, sizeof(what), "%" PRIu64 " of %" PRIu64 " frames of %s JIT code have no name",
-			 c->jit_unnamed, c->jit_frames, runtimes[r].name);
+		/* A map or jitdump that names part of the code: said, as the advice is the same. */
+		const char *from = c->jit_perf_map && c->jit_jitdump ? "a perf map and a jitdump" :
+				   c->jit_perf_map ? "a perf map" : c->jit_jitdump ? "a jitdump" : NULL;
+		snprintf(what, sizeof(what), "%" PRIu64 " of %" PRIu64 " frames of %s JIT code have no name%s%s%s",
+			 c->jit_unnamed, c->jit_frames, runtimes[r].name,
+			 from ? " (the others were named from " : "", from ? from : "", from ? ")" : "");
 		advise(a, &n, what, "%s", runtimes[r].remedy);
 	}
 	if (st->have_symbolize && st->native_frames && pct(st->native_address_only, st->native_frames) >= 10) {
