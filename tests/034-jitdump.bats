@@ -187,3 +187,29 @@ print(last)' "$3" "$2.json"
 	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"jitdump '$D/jit-$PID.dump' of pid $PID: bytes "*" are missing from the stream"* ]]
 }
+
+@test "-p on a running node: its jitdump from offset 0, whole records only, named frames" {
+	local d=$BATS_TEST_TMPDIR
+	write_js "$d/hot.js"
+	(cd "$d" && exec node --perf-prof hot.js 5000 > /dev/null) &
+	local node=$!
+	# Attach once the program has announced its file.
+	for _ in $(seq 100); do
+		[ -e "$d/jit-$node.dump" ] && break
+		sleep 0.05
+	done
+	sleep 0.5
+	sp-capture -q -F 999 -p "$node" --duration 2 -o "$d/att.raw"
+	wait "$node"
+	jitdump_bytes "$d/att.raw" > "$d/carried"
+	[ -s "$d/carried" ]
+	cmp -n "$(stat -c %s "$d/carried")" "$d/carried" "$d/jit-$node.dump"
+	sp-unwind -o "$d/att.unw" "$d/att.raw"
+	run --separate-stderr sp-symbolize -o "$d/att.sym" "$d/att.unw"
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	read -r n hot <<< "$(jit_leaves "$d/att.sym")"
+	echo "JIT-leaf samples: $n, named hotLoop by the jitdump: $hot"
+	[ "$n" -ge 100 ]
+	[ "$hot" -ge $((n * 6 / 10)) ]
+}

@@ -8,12 +8,13 @@
  * the queue.
  *
  * A consumer applies a code load to the samples after the record that
- * completes it, so a record is stamped with the timestamp of the first
- * jitdump record it completes (the JIT's clock is CLOCK_MONOTONIC, the
- * stream's, unless the file's header says otherwise), kept between the
- * limit of the last drain (so the stream's time never decreases for the
- * process) and now: the queue then puts it among the samples where the
- * code appeared, not a poll period later.
+ * completes it, so the records of one read are stamped with the timestamp
+ * of the first jitdump record they complete, when the file's clock is the
+ * stream's (CLOCK_MONOTONIC), kept between the limit of the last drain (so
+ * the stream's time never decreases for the process) and now: the queue
+ * then puts them among the samples where the code appeared, not a poll
+ * period later.  A parser per file finds the timestamps and the end of
+ * the last whole record.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +42,7 @@ struct sp_rec_jit {
 	uint64_t map_time;	/* the map record that announced it */
 	uint64_t last_time;	/* of the last record queued */
 	uint64_t start_key;	/* the process's identity, for the archive's name */
-	struct sp_jitdump *parser;	/* only for the records' timestamps */
+	struct sp_jitdump *parser;	/* where whole records end, and their timestamps */
 };
 
 /* A queued jitdump record: the struct, then the path, then the data. */
@@ -136,41 +137,61 @@ static bool clock_is_ours(struct sp_recorder *r, const struct sp_rec_jit *j, uin
 	       h->timestamp >= born;
 }
 
-/* The time of a record holding the next n bytes of j's file (see the top). */
-static uint64_t chunk_time(struct sp_recorder *r, struct sp_rec_jit *j, const void *data,
-			   size_t n, uint64_t now)
+/*
+ * Feeds the parser what the file has gained; returns the timestamp of the
+ * first record that completes, when the file's clock is the stream's,
+ * else 0.
+ */
+static uint64_t parse_new(struct sp_recorder *r, struct sp_rec_jit *j, uint64_t now,
+			  unsigned char *buf)
 {
-	uint64_t lo = j->last_time > r->jit_floor ? j->last_time : r->jit_floor;
-	uint64_t t = lo;
+	uint64_t first = 0;
 	struct sp_jit_rec rec;
-	if (sp_jitdump_feed(j->parser, data, n) == 0) {
-		bool first = true;
-		while (sp_jitdump_next(j->parser, &rec) == 1) {
-			if (first && clock_is_ours(r, j, now))
-				t = rec.timestamp;
-			first = false;
-		}
-	}
-	if (t > now)
-		t = now;
-	return t < lo ? lo : t;
-}
-
-/* Queues what j's file has gained since the last read. */
-static void read_jit(struct sp_recorder *r, struct sp_rec_jit *j, uint64_t now,
-		     unsigned char *buf)
-{
-	for (;;) {
-		ssize_t n = pread(j->fd, buf, SP_REC_JIT_CHUNK, (off_t)j->off);
+	while (!sp_jitdump_failed(j->parser)) {
+		ssize_t n = pread(j->fd, buf, SP_REC_JIT_CHUNK, (off_t)sp_jitdump_fed(j->parser));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			r->errors[SP_E_PROC_UNREADABLE]++;
-		if (n <= 0)
+		if (n <= 0 || sp_jitdump_feed(j->parser, buf, (size_t)n) < 0)
+			break;
+		while (sp_jitdump_next(j->parser, &rec) == 1)
+			if (!first && clock_is_ours(r, j, now))
+				first = rec.timestamp;
+	}
+	return first;
+}
+
+/*
+ * Queues what j's file has gained since the last read, up to the end of
+ * its last whole record: the JIT may be in the middle of writing the next
+ * (V8 writes 4 KiB at a time), and a record cut there would look cut
+ * short when the recording ends.  Bytes the parser cannot read (a file
+ * that is no jitdump) are queued to the end, for the consumer to report.
+ */
+static void read_jit(struct sp_recorder *r, struct sp_rec_jit *j, uint64_t now,
+		     unsigned char *buf)
+{
+	uint64_t ts = parse_new(r, j, now, buf);
+	uint64_t end = sp_jitdump_offset(j->parser);
+	struct stat sb;
+	if (sp_jitdump_failed(j->parser))
+		end = fstat(j->fd, &sb) == 0 ? (uint64_t)sb.st_size : j->off;
+	uint64_t lo = j->last_time > r->jit_floor ? j->last_time : r->jit_floor;
+	uint64_t t = ts > now ? now : ts < lo ? lo : ts;
+	while (j->off < end) {
+		size_t want = end - j->off < SP_REC_JIT_CHUNK ? (size_t)(end - j->off)
+							      : SP_REC_JIT_CHUNK;
+		ssize_t n = pread(j->fd, buf, want, (off_t)j->off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r->errors[SP_E_PROC_UNREADABLE] += n < 0;
 			return;
+		}
 		struct q_jit q = {
-			.pid = j->pid, .time = chunk_time(r, j, buf, (size_t)n, now),
-			.off = j->off, .pathlen = strlen(j->path), .len = (size_t)n,
+			.pid = j->pid, .time = t, .off = j->off, .pathlen = strlen(j->path),
+			.len = (size_t)n,
 		};
 		size_t s = sp_rec_q_begin(r);
 		sp_rec_q_add(r, &q, sizeof(q));
@@ -178,7 +199,7 @@ static void read_jit(struct sp_recorder *r, struct sp_rec_jit *j, uint64_t now,
 		sp_rec_q_add(r, buf, q.len);
 		sp_rec_q_end(r, SP_REC_JITDUMP, q.time, s);
 		j->off += (uint64_t)n;
-		j->last_time = q.time;
+		j->last_time = t;
 	}
 }
 
