@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pack.h"
 #include "stream/jitdump.h"
+#include "stream/record.h"
+#include "sym/jitdump.h"
 #include "util/strbuf.h"
 #include "unit.h"
 
@@ -283,8 +286,6 @@ SP_TEST(jitdump_cut_file_waits_for_more)
 }
 
 #if defined(__x86_64__)
-#include "pack.h"
-#include "stream/record.h"
 #include "unwind/addrspace.h"
 #include "unwind/internal.h"
 
@@ -380,3 +381,79 @@ SP_TEST(jitdump_unwinding_info_gives_rules)
 	sp_buf_release(&d.b);
 }
 #endif
+
+static void collect(void *arg, const char *msg)
+{
+	snprintf(arg, 600, "%s", msg);
+}
+
+/* Gives jd the record of pid 42 holding the file's bytes [off, off + n). */
+static int note_sym(struct sp_jitdumps *jd, const struct sp_buf *b, size_t off, size_t n)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	msgpack_unpacked up;
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_unpacked_init(&up);
+	msgpack_pack_map(&pk, 5);
+	sp_pack_kv_str(&pk, "t", "jitdump");
+	sp_pack_kv_u64(&pk, "pid", 42);
+	sp_pack_kv_str(&pk, "path", "/tmp/jit-42.dump");
+	sp_pack_kv_u64(&pk, "off", off);
+	sp_pack_kv_bin(&pk, "data", b->p + off, n);
+	size_t used = 0;
+	int rc = -1;
+	if (msgpack_unpack_next(&up, sb.data, sb.size, &used) == MSGPACK_UNPACK_SUCCESS) {
+		struct sp_record rec = { .type = SP_R_JITDUMP, .map = &up.data };
+		rc = sp_jitdumps_note(jd, &rec);
+	}
+	msgpack_unpacked_destroy(&up);
+	msgpack_sbuffer_destroy(&sb);
+	return rc;
+}
+
+SP_TEST(jitdump_names_lines_moves_for_the_symbolizer)
+{
+	struct jd d;
+	char warned[600] = "";
+	sp_buf_init(&d.b);
+	d.swap = 0;
+	header(&d, 40);
+	debug_info(&d, 0x1000);
+	code_load(&d, 0x1000, 16, "JS:*hot a.js:1", 1);
+	size_t first = d.b.len;
+	code_move(&d, 0x1000, 0x2000, 16);
+	code_load(&d, 0x1004, 4, "JS:*inner", 2);
+	struct sp_jitdumps *jd = sp_jitdumps_new(collect, warned);
+	struct sp_jitdump_sym s;
+	SP_CHECK(jd && note_sym(jd, &d.b, 0, first - 3) == 0);
+	SP_CHECK(!sp_jitdumps_find(jd, 42, 0x1005, &s));
+	SP_CHECK(sp_jitdumps_generation(jd, 42) == 0);
+	SP_CHECK(note_sym(jd, &d.b, first - 3, 3) == 0);
+	SP_CHECK(sp_jitdumps_generation(jd, 42) == 1);
+	SP_CHECK(sp_jitdumps_find(jd, 42, 0x1005, &s));
+	SP_CHECK_STR(s.name, "JS:*hot a.js:1");
+	SP_CHECK(s.start == 0x1000 && s.line == 11);
+	SP_CHECK_STR(s.file, "a.js");
+	SP_CHECK(!sp_jitdumps_find(jd, 42, 0x1010, &s) && !sp_jitdumps_find(jd, 43, 0x1005, &s));
+
+	/* A repeated record is skipped; the move names the new place, lines moved. */
+	SP_CHECK(note_sym(jd, &d.b, 0, first) == 0);
+	SP_CHECK(note_sym(jd, &d.b, first, d.b.len - first) == 0);
+	SP_CHECK(sp_jitdumps_generation(jd, 42) == 2);
+	SP_CHECK(sp_jitdumps_find(jd, 42, 0x2009, &s) && s.start == 0x2000 && s.line == 12);
+	SP_CHECK_STR(s.name, "JS:*hot a.js:1");
+	/* The later load wins where it overlaps, without lines of its own. */
+	SP_CHECK(sp_jitdumps_find(jd, 42, 0x1005, &s) && s.start == 0x1004 && !s.file);
+	SP_CHECK_STR(s.name, "JS:*inner");
+	SP_CHECK(sp_jitdumps_find(jd, 42, 0x1001, &s) && s.start == 0x1000);
+	SP_CHECK(warned[0] == '\0');
+
+	/* Bytes missing: a warning, later records ignored, earlier names kept. */
+	SP_CHECK(note_sym(jd, &d.b, d.b.len + 10, 4) == 0);
+	SP_CHECK(strstr(warned, "bytes ") && strstr(warned, "are missing"));
+	SP_CHECK(sp_jitdumps_find(jd, 42, 0x2009, &s));
+	sp_jitdumps_free(jd);
+	sp_buf_release(&d.b);
+}
