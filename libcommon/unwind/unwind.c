@@ -378,6 +378,9 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			if (ms->state == M_MISMATCH)
 				return SP_END_BUILD_ID_MISMATCH;
 			r = sp_unwind_rule(u, ms, f->rel - (retaddr ? 1 : 0));
+		} else {
+			/* JIT code with a jitdump's unwinding information. */
+			r = sp_unwind_jit_rule(u, a, pid, pc - (retaddr ? 1 : 0));
 		}
 		if (r && !r->none) {
 			rc = apply(arch, r, &c, s, next, &outermost);
