@@ -90,7 +90,8 @@ struct kept {
 	size_t n;
 };
 
-#define MAX_KEPT 65536
+/* At most this many frames of kept stacks (32 MiB). */
+#define MAX_KEPT_FRAMES (1u << 20)
 
 struct sp_symbolizer {
 	const struct sp_sym_search *s;
@@ -117,7 +118,8 @@ struct sp_symbolizer {
 	struct sp_perfmaps *perfmaps;
 	struct sp_jitdumps *jitdumps;	/* the stream's jitdump records, this segment */
 	struct kept *kept, *stale;	/* kept stacks; those being handed back */
-	size_t nkept, allockept, nstale, nextstale;
+	size_t nkept, allockept, nstale, nextstale, kept_frames;
+	struct sp_u64map jit_pids;	/* processes that announced a jitdump file */
 	bool jit_renamed;		/* a jitdump record changed names since the last hand-back */
 	unsigned char *unnamed;		/* by frame id: a JIT frame left unnamed */
 	size_t nunnamed, allocunnamed;
@@ -228,6 +230,7 @@ struct sp_symbolizer *sp_symbolizer_new(const struct sp_sym_search *s, sp_sym_wa
 	sym->modules_search = s->modules;
 	sp_hashmap_init(&sym->modsyms, modsym_cmp);
 	sp_hashmap_init(&sym->frames, frame_cmp);
+	sp_u64map_init(&sym->jit_pids);
 	sp_symtab_init(&sym->ksyms);
 	/* A kallsyms file given is checked before anything is written. */
 	if (s->kallsyms && kallsyms_load(sym, err) < 0) {
@@ -253,8 +256,10 @@ static void reset_segment(struct sp_symbolizer *sym)
 		free(sym->stale[i].f);
 	free(sym->stale);
 	sym->stale = NULL;
-	sym->nkept = sym->nstale = sym->nextstale = 0;
+	sym->nkept = sym->nstale = sym->nextstale = sym->kept_frames = 0;
 	sym->jit_renamed = false;
+	sp_u64map_release(&sym->jit_pids, NULL);
+	sp_u64map_init(&sym->jit_pids);
 	sym->nunnamed = 0;
 	sym->fresh = false;
 }
@@ -271,6 +276,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	sp_jitdumps_free(sym->jitdumps);
 	free(sym->kept);
 	free(sym->unnamed);
+	sp_u64map_release(&sym->jit_pids, NULL);
 	sp_symtab_release(&sym->ksyms);
 	sp_elfsym_free(sym->vdso);
 	for (size_t i = 0; i < sym->nvimages; i++) {
@@ -531,6 +537,17 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
 	if (rec->type == SP_R_IMAGE)
 		return vimage_note(sym, rec);
+	if (rec->type == SP_R_MAP) {
+		/* A jitdump announced: its records may name JIT frames met before them. */
+		static char yes;
+		uint64_t pid = 0;
+		const char *p;
+		size_t pl;
+		if (sp_map_u64(rec->map, "pid", &pid) && sp_map_str(rec->map, "path", &p, &pl) &&
+		    pl > 5 && memcmp(p + pl - 5, ".dump", 5) == 0 && memmem(p, pl, "/jit-", 5) &&
+		    sp_u64map_put(&sym->jit_pids, pid, &yes) < 0)
+			return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
+	}
 	if (rec->type == SP_R_JITDUMP) {
 		uint64_t pid = 0;
 		sp_map_u64(rec->map, "pid", &pid);
@@ -543,10 +560,20 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 	return 0;
 }
 
+static struct module *module_of(struct sp_symbolizer *sym, uint64_t id);
+
 int sp_symbolizer_keep_stack(struct sp_symbolizer *sym, uint64_t id,
 			     const struct sp_stack_frame *f, size_t n)
 {
-	if (sym->nkept >= MAX_KEPT || !n)
+	if (sym->kept_frames + n > MAX_KEPT_FRAMES)
+		return 0;
+	/* Only stacks of processes whose jitdump may still name them. */
+	bool jit = false;
+	for (size_t i = 0; i < n && !jit; i++) {
+		const struct module *m = module_of(sym, f[i].module);
+		jit = m && m->kind == MOD_JIT && sp_u64map_get(&sym->jit_pids, m->pid);
+	}
+	if (!jit)
 		return 0;
 	struct kept k = { id, malloc(n * sizeof(*f)), n };
 	if (!k.f || SP_ALLOC_GROW(sym->kept, sym->nkept + 1, sym->allockept) < 0) {
@@ -555,6 +582,7 @@ int sp_symbolizer_keep_stack(struct sp_symbolizer *sym, uint64_t id,
 	}
 	memcpy(k.f, f, n * sizeof(*f));
 	sym->kept[sym->nkept++] = k;
+	sym->kept_frames += n;
 	return 0;
 }
 
@@ -574,7 +602,7 @@ bool sp_symbolizer_next_stale(struct sp_symbolizer *sym, uint64_t *id,
 		sym->stale = sym->kept;
 		sym->nstale = sym->nkept;
 		sym->kept = NULL;
-		sym->nkept = sym->allockept = 0;
+		sym->nkept = sym->allockept = sym->kept_frames = 0;
 	}
 	const struct kept *k = &sym->stale[sym->nextstale++];
 	*id = k->id;

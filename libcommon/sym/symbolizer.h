@@ -117,8 +117,9 @@ int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame 
 /*
  * JIT code is often named after its first samples: a JIT writes its
  * jitdump file after the code runs, and buffers it.  So a stack with a
- * JIT frame left unnamed is kept (a copy of its frames, at most 65536
- * stacks), and once a jitdump record has brought code loads or moves,
+ * JIT frame left unnamed, of a process whose map records announced a
+ * jitdump file, is kept (a copy of its frames, at most 2^20 frames in
+ * all), and once a jitdump record has brought code loads or moves,
  * sp_symbolizer_next_stale() hands each kept stack back, to be interned
  * and resolved again and its symstack written again under the same id
  * (a stack still unnamed is kept again).  The frames stay valid until
