@@ -294,8 +294,9 @@ static int scan_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pi
  */
 static int nocfi_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
 		      const struct stackcopy *c, const struct sp_arch_regs *s,
-		      struct sp_arch_regs *next, bool jit)
+		      struct sp_arch_regs *next, bool jit, bool *by_record)
 {
+	*by_record = true;
 	const struct sp_unwind_arch *arch = u->arch;
 	uint64_t fp = s->reg[arch->fp];
 	int fprc = fp_step(arch, c, s, next);
@@ -318,6 +319,7 @@ static int nocfi_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t p
 			break;
 		}
 	}
+	*by_record = false;
 	int rc = SP_END_NO_CFI;
 	if (!jit || sp_u64map_get(&u->cpython, pid))
 		rc = scan_step(u, a, pid, c, s, next, 0, jit ? 2 : 16, jit);
@@ -346,7 +348,7 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 	struct stackcopy c = { stack, s->reg[arch->sp], len, full };
 	if (max > u->o.max_depth)
 		max = u->o.max_depth;
-	bool retaddr = false;
+	bool retaddr = false, by_record = false;
 	for (;;) {
 		uint64_t pc = s->pc;
 		if (*n >= max)
@@ -389,12 +391,21 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			if (outermost)
 				return SP_END_COMPLETE;
 			retaddr = !r->signal;
+			by_record = false;
 		} else {
 			if (ms && at_entry(ms, f->rel - (retaddr ? 1 : 0)))
 				return SP_END_COMPLETE;
 			if (!u->o.fp_fallback)
 				return SP_END_NO_CFI;
-			if ((rc = nocfi_step(u, a, pid, &c, s, next, m->obj->anon)) != 0)
+			/*
+			 * A frame record that saved a frame pointer of 0
+			 * was the outermost: the thread's first frame clears
+			 * it (glibc's _start, Go's goroutines), and the
+			 * frame it returned to is the entry.
+			 */
+			if (by_record && s->reg[arch->fp] == 0 && (s->valid & (1u << arch->fp)))
+				return SP_END_COMPLETE;
+			if ((rc = nocfi_step(u, a, pid, &c, s, next, m->obj->anon, &by_record)) != 0)
 				return (enum sp_unwind_end)rc;
 			retaddr = true;
 		}
