@@ -161,6 +161,40 @@ engines_agree() {
 	[ $(($(agree differ) * 100)) -le "$(agree frames)" ]
 }
 
+# same_stream: $R.stackpulse and $R.libunwind hold the same records but
+# for the header and the unwind record.
+same_stream() {
+	diff <(sp-cat "$R.stackpulse" | grep -v '^{"t":"\(unwind\|header\)"') \
+		<(sp-cat "$R.libunwind" | grep -v '^{"t":"\(unwind\|header\)"')
+}
+
+@test "the engines end stacks alike: a short stack copy, a deleted executable" {
+	# 1 KiB of stack for 200 frames: every stack of the recursion is cut.
+	sp-capture -q --stack-size 1024 -o "$R" -- "$WORKLOADS/deep" 1
+	both_engines
+	user=$(agree user)
+	[ $(($(unwind_count "$R.libunwind" truncated) * 10)) -ge $((user * 9)) ]
+	same_stream
+	# The executable is gone by the time of the unwinding.
+	cp "$WORKLOADS/spin" "$BATS_TEST_TMPDIR/spin-copy"
+	sp-capture -q -o "$R" -- "$BATS_TEST_TMPDIR/spin-copy" 0.5
+	rm "$BATS_TEST_TMPDIR/spin-copy"
+	both_engines
+	user=$(agree user)
+	[ $(($(unwind_count "$R.libunwind" missing_module) * 10)) -ge $((user * 9)) ]
+	same_stream
+}
+
+@test "--no-fp-fallback: libunwind too ends at code without CFI" {
+	PY=$(python312)
+	[ -n "$PY" ]
+	sp-capture -q -o "$R" -- "$PY" -X perf "$TOP/tests/workloads/pywork.py" 1
+	sp-unwind --engine=libunwind --no-fp-fallback -o "$R.libunwind" "$R"
+	user=$(sp-cat -t unwind "$R.libunwind" | jq .user_samples)
+	[ "$(unwind_count "$R.libunwind" jit_no_map)" -eq 0 ]
+	[ $(($(unwind_count "$R.libunwind" no_cfi) * 2)) -ge "$user" ]
+}
+
 @test "--engine: stackpulse is the default; an unknown engine is a usage error" {
 	sp-capture -q -o "$R" -- "$WORKLOADS/spin" 0.3
 	sp-unwind -o "$R.default" "$R"
