@@ -420,7 +420,9 @@ struct sp_lunwinder *sp_lunwinder_new(struct sp_unwinder *u, struct sp_error *er
 	/*
 	 * libunwind caches unwind rules by address alone, while one engine
 	 * serves every process of a stream, where one address may hold
-	 * different code: no cache.
+	 * different code; and even within one process its cached rule for a
+	 * PLT stub (whose CFA is a DWARF expression) failed at once.  No
+	 * cache.
 	 */
 	unw_set_caching_policy(l->as, UNW_CACHE_NONE);
 	return l;
@@ -508,7 +510,7 @@ enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
 		s.fail = 0;
 		s.asked = false;
 		unw_word_t fp = 1;
-		unw_get_reg(&cursor, UNW_X86_64_RBP, &fp);
+		unw_get_reg(&cursor, UNW_TDEP_BP, &fp);
 		int rc = unw_step(&cursor);
 		/* --no-fp-fallback: no step without unwind information. */
 		if (s.asked && s.info < 0 && !u->o.fp_fallback)
