@@ -118,6 +118,7 @@ enum sp_rec_kind {
 	SP_REC_PROCESS,
 	SP_REC_THREAD,
 	SP_REC_JITDUMP,		/* jitdump.c */
+	SP_REC_IMAGE,		/* vdso.c */
 };
 
 /* A record waiting in the queue to be written in time order. */
@@ -314,12 +315,14 @@ void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsi
 /*
  * vdso.c: the build-id of pid's [vdso] mapping [start, start + len) into
  * bid: its length, or 0 when the image could not be read (counted).  The
- * first time a build-id is seen, *image is set to the image (the caller
- * frees it) and *size to its length, for the image record the mapping's
- * record is preceded by; otherwise *image is NULL.
+ * first time a build-id is seen, the image is queued, stamped 0: the next
+ * flush writes it before every record not yet written, so before every
+ * sample of every process that maps it, whichever CPU's ring held which
+ * process's map.
  */
 int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
-			 unsigned char *bid, void **image, size_t *size);
+			 unsigned char *bid);
+void sp_rec_write_image(struct sp_recorder *r, const unsigned char *p);
 
 /*
  * jitdump.c: a map record of pid's file [start, start + len) at path,

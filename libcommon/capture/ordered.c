@@ -53,6 +53,9 @@ static void write_one(struct sp_recorder *r, const struct sp_rec_qent *e)
 	case SP_REC_THREAD:
 		sp_rec_write_synth(r, e->kind, p);
 		break;
+	case SP_REC_IMAGE:
+		sp_rec_write_image(r, p);
+		break;
 	case SP_REC_JITDUMP:
 		sp_rec_write_jitdump(r, p);
 		break;

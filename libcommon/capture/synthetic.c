@@ -84,7 +84,6 @@ struct q_map {
 	int bidlen;
 	unsigned char bid[SP_BUILD_ID_MAX], cid[20];
 	size_t pathlen;		/* then the path */
-	size_t imagelen;	/* then a vDSO's image, written before the map */
 };
 
 struct q_archive {
@@ -147,17 +146,13 @@ void sp_rec_queue_map(struct sp_recorder *r, const struct sp_rec_map *m)
 	memcpy(q.bid, m->build_id, (size_t)q.bidlen);
 	if (m->content_id)
 		memcpy(q.cid, m->content_id, sizeof(q.cid));
-	void *image = NULL;
 	if (!q.bidlen && strcmp(m->path, "[vdso]") == 0)
-		q.bidlen = sp_rec_vdso_identify(r, m->pid, m->start, m->len, q.bid, &image,
-						&q.imagelen);
+		q.bidlen = sp_rec_vdso_identify(r, m->pid, m->start, m->len, q.bid);
 	sp_rec_jitdump_note(r, m->pid, m->start, m->len, m->path, m->time);
 	size_t s = sp_rec_q_begin(r);
 	sp_rec_q_add(r, &q, sizeof(q));
 	sp_rec_q_add(r, m->path, q.pathlen);
-	sp_rec_q_add(r, image, q.imagelen);
 	sp_rec_q_end(r, SP_REC_MAP, m->time, s);
-	free(image);
 }
 
 void sp_rec_queue_archive(struct sp_recorder *r, const struct sp_rec_archive *a)
@@ -307,12 +302,6 @@ void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsi
 	} else if (kind == SP_REC_MAP) {
 		struct q_map q;
 		memcpy(&q, p, sizeof(q));
-		if (q.imagelen)
-			sp_write_image(r->w, &(struct sp_image_rec){
-				.path = "[vdso]", .build_id = q.bid, .build_id_len = q.bidlen,
-				.data = p + sizeof(q) + q.pathlen, .len = q.imagelen,
-				.pid = (uint32_t)q.pid, .time = q.time,
-			});
 		struct sp_map_rec m = {
 			.pid = (uint32_t)q.pid, .tid = (uint32_t)q.tid, .time = q.time,
 			.start = q.start, .len = q.len, .pgoff = q.pgoff,

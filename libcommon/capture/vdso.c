@@ -3,8 +3,8 @@
  * disk, so a consumer on another host can unwind through it and name its
  * functions only from a copy in the stream.  Each process's [vdso]
  * mapping is read from /proc/PID/mem and known by its build-id; the
- * first mapping of each build-id carries the image, written as an image
- * record just before its map record.
+ * image of each build-id is written once, as an image record queued
+ * ahead of everything not yet written.
  */
 #include <elf.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "capture/internal.h"
+#include "stream/records.h"
 #include "util/alloc.h"
 #include "util/modfile.h"
 
@@ -122,11 +123,43 @@ static bool image_seen(struct sp_recorder *r, const unsigned char *bid, int len)
 	return false;
 }
 
-int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
-			 unsigned char *bid, void **image, size_t *size)
+/* An image as queued, followed by its bytes. */
+struct q_image {
+	int bidlen;
+	unsigned char bid[SP_BUILD_ID_MAX];
+	size_t len;
+};
+
+/*
+ * The image belongs to no one process (every process of its ABI maps
+ * it), and it goes out ahead of records of earlier times and of the
+ * process records it may precede: it is written without pid and time.
+ */
+static void queue_image(struct sp_recorder *r, const unsigned char *bid, int bidlen,
+			const void *data, size_t len)
 {
-	*image = NULL;
-	*size = 0;
+	struct q_image q = { .bidlen = bidlen, .len = len };
+	memcpy(q.bid, bid, (size_t)bidlen);
+	size_t s = sp_rec_q_begin(r);
+	sp_rec_q_add(r, &q, sizeof(q));
+	sp_rec_q_add(r, data, len);
+	sp_rec_q_end(r, SP_REC_IMAGE, 0, s);
+}
+
+void sp_rec_write_image(struct sp_recorder *r, const unsigned char *p)
+{
+	struct q_image q;
+	memcpy(&q, p, sizeof(q));
+	struct sp_image_rec im = {
+		.path = "[vdso]", .build_id = q.bid, .build_id_len = q.bidlen,
+		.data = p + sizeof(q), .len = q.len,
+	};
+	sp_write_image(r->w, &im);
+}
+
+int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+			 unsigned char *bid)
+{
 	if (len == 0 || len > VDSO_MAX_LEN)
 		return 0;
 	void *buf = read_mem(pid, start, len);
@@ -147,11 +180,8 @@ int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint6
 		r->errors[SP_E_BUILD_ID_UNREADABLE]++;
 		return 0;
 	}
-	if (image_seen(r, bid, bidlen)) {
-		free(buf);
-	} else {
-		*image = buf;
-		*size = n;
-	}
+	if (!image_seen(r, bid, bidlen))
+		queue_image(r, bid, bidlen, buf, n);
+	free(buf);
 	return bidlen;
 }
