@@ -150,6 +150,21 @@ handler_stacks() {
 	[ "$(unwind_count "$T/su.sps" missing_module)" -eq 0 ]
 }
 
+@test "an image record that comes after vDSO samples serves the samples after it" {
+	other_boot "$V" "$T/o.sps"
+	# The image moved after the 200th sample.
+	awk '/^\{"t":"image"/ { img = $0; next }
+	     { print } /^\{"t":"sample"/ && ++n == 200 { print img }' "$T/o.sps.jsonl" > "$T/late.jsonl"
+	[ "$(grep -c '^{"t":"image"' "$T/late.jsonl")" -eq 1 ]
+	sp-cat --from-json "$T/late.jsonl" > "$T/late.sps"
+	sp-unwind -o "$T/u.sps" "$T/late.sps"
+	missing=$(unwind_count "$T/u.sps" missing_module)
+	echo "missing_module: $missing of $(summary "$V" samples)"
+	[ "$missing" -gt 0 ]
+	[ "$missing" -le 200 ]
+	[ "$(sp-cat -t unwind "$T/u.sps" | jq .complete)" -ge $(($(summary "$V" samples) - 200 - 20)) ]
+}
+
 @test "a signal handler's samples unwind through __restore_rt into the interrupted code and to main" {
 	sp-capture -q -F 1999 -o "$T/r.sps" -- "$WORKLOADS/sigwork" 3
 	sp-unwind -o "$T/u.sps" "$T/r.sps"

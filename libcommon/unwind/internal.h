@@ -58,7 +58,8 @@ enum { M_OK, M_MISSING, M_MISMATCH };
 struct modstate {
 	int state;
 	int fd;
-	void *image;		/* the vDSO read from this process */
+	void *image;		/* a copy of the vDSO's image: the stream's or this process's */
+	const void *image_tried;	/* the stream's image of the vDSO last tried */
 	Elf *elf;
 	Dwarf *dw;
 	Dwarf_CFI *eh, *dbg;

@@ -88,6 +88,7 @@ static bool load_vdso(struct sp_unwinder *u, struct modstate *ms, const struct s
 {
 	size_t size = 0;
 	const void *own;
+	ms->image_tried = obj->image;
 	if (obj->image && load_vdso_image(ms, obj, obj->image, obj->image_len))
 		return true;
 	return u->o.this_host && (own = sp_vdso_image(&size)) &&
@@ -96,9 +97,17 @@ static bool load_vdso(struct sp_unwinder *u, struct modstate *ms, const struct s
 
 struct modstate *sp_unwind_module(struct sp_unwinder *u, struct sp_object *obj)
 {
-	if (obj->priv)
-		return obj->priv;
-	struct modstate *ms = calloc(1, sizeof(*ms));
+	struct modstate *ms = obj->priv;
+	if (ms) {
+		/* An image record that came after the vDSO's first frame. */
+		if (obj->vdso && ms->state != M_OK && obj->image && obj->image != ms->image_tried &&
+		    load_vdso(u, ms, obj)) {
+			ms->state = M_OK;
+			setup_elf(ms);
+		}
+		return ms;
+	}
+	ms = calloc(1, sizeof(*ms));
 	if (!ms)
 		return NULL;
 	ms->fd = -1;
