@@ -213,3 +213,44 @@ print(last)' "$3" "$2.json"
 	[ "$n" -ge 100 ]
 	[ "$hot" -ge $((n * 6 / 10)) ]
 }
+
+# hot_stacks FILE: "N WHOLE" over the samples of a symbolized stream whose
+# leaf a jitdump names hotLoop: how many, and how many of those unwound to
+# _start through node::Start.
+hot_stacks() {
+	local -
+	set -o pipefail
+	sp-cat -t frame,symstack,sample "$1" | jq -rs '
+		(map(select(.t == "frame")) | map({key: (.id | tostring), value: .}) | from_entries) as $f
+		| reduce (.[] | select(.t != "frame")) as $r ({s: {}, out: []};
+			if $r.t == "symstack" then .s[$r.id | tostring] = $r.frames
+			else .out += [[.s[$r.stack | tostring][] | $f[tostring]]] end)
+		| [.out[] | select(.[0].origin == "jitdump" and (.[0].name | test("hotLoop")))]
+		| "\(length) \(map(select(.[-1].name == "_start" and any(.[]; .name | test("^node::Start")))) | length)"'
+}
+
+@test "--perf-prof-unwinding-info: JIT frames are stepped by the jitdump's CFI, through to _start" {
+	local d=$BATS_TEST_TMPDIR
+	write_js "$d/hot.js"
+	(cd "$d" && sp-capture -q -F 999 -o "$d/uw.raw" -- \
+		node --perf-prof --perf-prof-unwinding-info hot.js 3000 > /dev/null)
+	sp-unwind -o "$d/uw.unw" "$d/uw.raw"
+	# The same stream without its jitdump records: frame pointers only.
+	sp-cat "$d/uw.raw" | grep -v '"t":"jitdump"' | sp-cat --from-json > "$d/nojd.raw"
+	sp-unwind -o "$d/nojd.unw" "$d/nojd.raw"
+	run -0 sp-cat -t unwind "$d/uw.unw"
+	local with=$output
+	run -0 sp-cat -t unwind "$d/nojd.unw"
+	local without=$output
+	echo "with the jitdump: $with"
+	echo "without: $without"
+	# Frames the jitdump's CFI stepped are frame-pointer steps no longer.
+	[ "$(jq .fp_frames <<< "$with")" -lt "$(jq .fp_frames <<< "$without")" ]
+	[ "$(jq .complete <<< "$with")" -ge "$(jq .complete <<< "$without")" ]
+	[ "$(jq .complete <<< "$with")" -ge "$(( $(jq .samples <<< "$with") * 9 / 10 ))" ]
+	sp-symbolize -o "$d/uw.sym" "$d/uw.unw"
+	read -r n whole <<< "$(hot_stacks "$d/uw.sym")"
+	echo "hotLoop leaves: $n, unwound to _start: $whole"
+	[ "$n" -ge 300 ]
+	[ "$whole" -ge $((n * 9 / 10)) ]
+}
