@@ -1,7 +1,8 @@
 /*
  * An archive of the exact files a recording needs, in build-id layout:
  * DIR/.build-id/xx/rest (the module), DIR/.build-id/xx/rest.debug (its
- * separate debug file), DIR/perf-maps/perf-PID-START.map, DIR/kallsyms.
+ * separate debug file), DIR/perf-maps/perf-PID-START.map,
+ * DIR/jitdump/jit-PID-START.dump, DIR/kallsyms.
  * Core layer: returns codes, keeps messages on the handle.
  */
 #ifndef SP_ARCHIVE_H
