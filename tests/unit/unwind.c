@@ -560,19 +560,23 @@ out:
 /*
  * The frame-record walk of each backend through code without CFI: the pc
  * in anonymous memory, the frame pointer at a record [caller's fp, return
- * address] whose return address lies in this driver's code, which has
- * CFI (so the fallback accepts it).  On aarch64 the return address
- * carries a pointer-authentication code, which the walk strips.  What
- * follows that frame is not checked: it is x86_64 code.
+ * address].  On x86_64 the return address lies in this driver's code,
+ * which has CFI (so the fallback accepts it once that CFI steps on); on
+ * aarch64, whose backend cannot read this driver's x86_64 CFI, it lies
+ * in the JIT memory again, and the record links to an older one higher
+ * up (so the fallback accepts it as a JIT-to-JIT return), and carries a
+ * pointer-authentication code, which the walk strips.  What follows that
+ * frame is not checked.
  */
 SP_TEST(unwind_frame_record_walk_of_each_backend)
 {
 	const struct sp_unwind_arch *arches[] = { &sp_arch_x86_64, &sp_arch_aarch64 };
 	const uint32_t pid = 77;
 	const uint64_t jit = 0x10000000, base = 0x7ffd0000, fp = base + 16;
-	const uint64_t ra = (uint64_t)(uintptr_t)&unwind_frame_record_helper + 4;
 	for (size_t k = 0; k < 2; k++) {
 		const struct sp_unwind_arch *arch = arches[k];
+		const uint64_t ra = k ? jit + 0x84 :
+				    (uint64_t)(uintptr_t)&unwind_frame_record_helper + 4;
 		uint64_t stack_end = 0;
 		struct sp_addrspaces *a = sp_addrspaces_new();
 		SP_CHECK(a && map_self(a, pid, &stack_end) > 0);
