@@ -68,6 +68,11 @@ struct lusample {
 	int fail;			/* why the last read failed: an end reason */
 	int info;			/* find_proc_info's first answer in a step */
 	bool asked;
+	/*
+	 * Whether libunwind has stepped by its own heuristics (code without
+	 * unwind information), and from JIT code.
+	 */
+	bool guessed, guessed_jit;
 	struct lumod mods[MAX_MODS];
 	unsigned nmods, next_mod, last;	/* last: the module read last */
 };
@@ -456,36 +461,24 @@ static enum sp_unwind_end step_end(const struct lusample *s, const struct sp_ufr
 	return rc == 0 ? SP_END_COMPLETE : SP_END_BAD_CFA;
 }
 
-enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
-			      uint32_t pid, const uint64_t *regs, size_t nregs,
-			      const unsigned char *stack, size_t len, bool full,
-			      struct sp_uframe *out, size_t max, size_t *n)
+/* The frame loop of sp_lunwind(), over the sample s and its cursor. */
+static enum sp_unwind_end walk(struct lusample *s, unw_cursor_t *cursor, size_t len,
+			       struct sp_uframe *out, size_t max, size_t *n)
 {
-	struct sp_unwinder *u = l->u;
-	const struct sp_unwind_arch *arch = sp_unwinder_arch(u);
-	struct lusample s = { .l = l, .a = a, .pid = pid };
-	unw_cursor_t cursor;
-	*n = 0;
-	if (sp_unwind_regmap_load(&u->regs, regs, nregs, &s.regs) < 0)
-		return SP_END_BAD_CFA;
-	s.c = (struct stackcopy){ stack, s.regs.reg[arch->sp], len, full };
-	if (max > u->o.max_depth)
-		max = u->o.max_depth;
-	if (unw_init_remote(&cursor, l->as, &s) < 0)
-		return SP_END_BAD_CFA;
-	bool retaddr = false, guessed = false, guessed_jit = false;
+	struct sp_unwinder *u = s->l->u;
+	bool retaddr = false;
 	uint64_t prev_sp = 0;
 	for (;;) {
 		unw_word_t pc, sp;
-		if (unw_get_reg(&cursor, UNW_REG_IP, &pc) < 0 ||
-		    unw_get_reg(&cursor, UNW_REG_SP, &sp) < 0)
+		if (unw_get_reg(cursor, UNW_REG_IP, &pc) < 0 ||
+		    unw_get_reg(cursor, UNW_REG_SP, &sp) < 0)
 			return SP_END_BAD_CFA;
 		/* A caller's frame lies above, except below a signal frame. */
 		if (*n && sp <= prev_sp && retaddr)
 			return SP_END_CYCLE;
 		if (*n >= max)
 			return SP_END_MAX_DEPTH;
-		const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
+		const struct sp_mapping *m = sp_addrspaces_find(s->a, s->pid, pc);
 		struct sp_uframe *f = &out[(*n)++];
 		f->addr = pc;
 		f->flags = retaddr ? SP_FRAME_RETADDR : 0;
@@ -507,39 +500,64 @@ enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
 			if (ms->state == M_MISMATCH)
 				return SP_END_BUILD_ID_MISMATCH;
 		}
-		s.fail = 0;
-		s.asked = false;
-		unw_word_t fp = 1;
-		unw_get_reg(&cursor, UNW_TDEP_BP, &fp);
-		int rc = unw_step(&cursor);
+		s->fail = 0;
+		s->asked = false;
+		unw_word_t fp = 1, next = 0;
+		unw_get_reg(cursor, UNW_TDEP_BP, &fp);
+		int rc = unw_step(cursor);
+		bool guess = s->asked && s->info < 0;
 		/* --no-fp-fallback: no step without unwind information. */
-		if (s.asked && s.info < 0 && !u->o.fp_fallback)
+		if (guess && !u->o.fp_fallback)
 			return SP_END_NO_CFI;
-		unw_word_t next;
 		/* A return address of 0 ends a stack, as the format says. */
-		if (rc > 0 && unw_get_reg(&cursor, UNW_REG_IP, &next) == 0 && next == 0)
+		if (rc > 0 && unw_get_reg(cursor, UNW_REG_IP, &next) == 0 && next == 0)
 			rc = 0;
-		if (rc <= 0) {
-			enum sp_unwind_end end = step_end(&s, f, rc, fp);
-			if (end == SP_END_COMPLETE && guessed)
-				return guessed_jit ? SP_END_JIT_NO_MAP : SP_END_NO_CFI;
-			return end;
-		}
-		/*
-		 * A step libunwind took by its own heuristics, for code without
-		 * unwind information, may have found a caller or a stale return
-		 * address: the stack can no longer be called complete.
-		 */
-		if (s.asked && s.info < 0 && !guessed) {
-			guessed = true;
-			guessed_jit = f->flags & SP_FRAME_JIT;
+		if (rc <= 0)
+			return step_end(s, f, rc, fp);
+		if (guess) {
+			/* Its frame-pointer walk found a return address in nothing mapped. */
+			if (!sp_addrspaces_find(s->a, s->pid, next))
+				return SP_END_BAD_FP;
+			if (!s->guessed)
+				s->guessed_jit = f->flags & SP_FRAME_JIT;
+			s->guessed = true;
 		}
 		/*
 		 * libunwind 1.6's x86_64 cursor says "signal frame" once it has
 		 * stepped through one (a signal trampoline, by its CFI or its
 		 * code): the pc it reached is the interrupted instruction.
 		 */
-		retaddr = unw_is_signal_frame(&cursor) <= 0;
+		retaddr = unw_is_signal_frame(cursor) <= 0;
 		prev_sp = sp;
 	}
+}
+
+enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
+			      uint32_t pid, const uint64_t *regs, size_t nregs,
+			      const unsigned char *stack, size_t len, bool full,
+			      struct sp_uframe *out, size_t max, size_t *n)
+{
+	struct sp_unwinder *u = l->u;
+	const struct sp_unwind_arch *arch = sp_unwinder_arch(u);
+	struct lusample s = { .l = l, .a = a, .pid = pid };
+	unw_cursor_t cursor;
+	*n = 0;
+	if (sp_unwind_regmap_load(&u->regs, regs, nregs, &s.regs) < 0)
+		return SP_END_BAD_CFA;
+	s.c = (struct stackcopy){ stack, s.regs.reg[arch->sp], len, full };
+	if (max > u->o.max_depth)
+		max = u->o.max_depth;
+	if (unw_init_remote(&cursor, l->as, &s) < 0)
+		return SP_END_BAD_CFA;
+	enum sp_unwind_end end = walk(&s, &cursor, len, out, max, n);
+	/*
+	 * Once libunwind has stepped by its own heuristics it may have
+	 * followed a stale return address (it does on CPython's trampolines):
+	 * what it reaches after that, an end it calls complete or an
+	 * unmapped address, says nothing about the stack but that the guess
+	 * was made.
+	 */
+	if (s.guessed && (end == SP_END_COMPLETE || end == SP_END_NO_MAPPING))
+		return s.guessed_jit ? SP_END_JIT_NO_MAP : SP_END_NO_CFI;
+	return end;
 }
