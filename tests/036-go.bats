@@ -125,7 +125,7 @@ go_ratio() {
 	sp-fold "$S" > "$BATS_TEST_TMPDIR/folded"
 	read -r good total < <(go_ratio "$BATS_TEST_TMPDIR/folded")
 	echo "complete from runtime.goexit: $good of $total" >&2
-	[ "$total" -ge 1000 ]
+	[ "$total" -ge 500 ]
 	[ $((good * 100)) -ge $((total * 99)) ]
 	# Both goroutines' chains, through runtime.main for the main one.
 	grep -q '^gowork;runtime.goexit;runtime.main;main.main;main.hot ' "$BATS_TEST_TMPDIR/folded"
