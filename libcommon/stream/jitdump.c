@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "stream/jitdump.h"
+#include "stream/record.h"
 #include "util/alloc.h"
 #include "util/error.h"
 
@@ -291,4 +292,62 @@ int sp_jitdump_next(struct sp_jitdump *j, struct sp_jit_rec *r)
 	r->type = r->id <= SP_JIT_CODE_UNWINDING_INFO ? (enum sp_jit_type)r->id : SP_JIT_UNKNOWN;
 	j->pos += r->size;
 	return 1;
+}
+
+bool sp_jitdump_piece_read(const msgpack_object *rec, struct sp_jitdump_piece *pc)
+{
+	return sp_map_u64(rec, "pid", &pc->pid) && pc->pid <= UINT32_MAX &&
+	       sp_map_str(rec, "path", &pc->path, &pc->pathlen) &&
+	       !memchr(pc->path, '\0', pc->pathlen) && sp_map_u64(rec, "off", &pc->off) &&
+	       sp_map_bin(rec, "data", &pc->data, &pc->len);
+}
+
+static struct sp_jitdump_file *file_get(struct sp_jitdump_files *fs, const char *path,
+					size_t pl)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		if (strlen(fs->v[i].path) == pl && memcmp(fs->v[i].path, path, pl) == 0)
+			return &fs->v[i];
+	if (SP_ALLOC_GROW(fs->v, fs->n + 1, fs->alloc) < 0)
+		return NULL;
+	struct sp_jitdump_file f = { strndup(path, pl), sp_jitdump_new() };
+	if (!f.path || !f.rd) {
+		free(f.path);
+		sp_jitdump_free(f.rd);
+		return NULL;
+	}
+	fs->v[fs->n] = f;
+	return &fs->v[fs->n++];
+}
+
+int sp_jitdump_files_feed(struct sp_jitdump_files *fs, const struct sp_jitdump_piece *pc,
+			  struct sp_jitdump_file **f)
+{
+	if (!(*f = file_get(fs, pc->path, pc->pathlen)))
+		return -1;
+	struct sp_jitdump *j = (*f)->rd;
+	uint64_t fed = sp_jitdump_fed(j);
+	if (j->failed || pc->off + pc->len <= fed)
+		return 0;	/* stopped, or bytes seen before (a piece repeated) */
+	if (pc->off > fed) {
+		j->failed = 1;
+		sp_error_set(&j->err, SP_ERR_BAD_INPUT,
+			     "bytes %llu to %llu are missing from the stream",
+			     (unsigned long long)fed, (unsigned long long)pc->off);
+		return 2;
+	}
+	size_t skip = (size_t)(fed - pc->off);
+	if (sp_jitdump_feed(j, (const char *)pc->data + skip, pc->len - skip) < 0)
+		return -1;
+	return 1;
+}
+
+void sp_jitdump_files_release(struct sp_jitdump_files *fs)
+{
+	for (size_t i = 0; i < fs->n; i++) {
+		free(fs->v[i].path);
+		sp_jitdump_free(fs->v[i].rd);
+	}
+	free(fs->v);
+	*fs = (struct sp_jitdump_files){ 0 };
 }

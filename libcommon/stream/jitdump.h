@@ -18,6 +18,8 @@
 #ifndef SP_STREAM_JITDUMP_H
 #define SP_STREAM_JITDUMP_H
 
+#include <msgpack.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,5 +128,47 @@ const char *sp_jitdump_error(const struct sp_jitdump *j);
 
 /* Whether the reader has stopped on an error. */
 int sp_jitdump_failed(const struct sp_jitdump *j);
+
+/*
+ * The jitdump files of one process as a stream's jitdump records carry
+ * them (format/sp-stream.md): one reader per path, fed each record's
+ * bytes that are new, in order.
+ */
+struct sp_jitdump_file {
+	char *path;
+	struct sp_jitdump *rd;
+};
+
+struct sp_jitdump_files {
+	struct sp_jitdump_file *v;
+	size_t n, alloc;
+};
+
+/* A jitdump record's keys; the pointers point into the record. */
+struct sp_jitdump_piece {
+	uint64_t pid, off;
+	const char *path;
+	size_t pathlen;
+	const void *data;
+	size_t len;
+};
+
+/* Reads a jitdump record; false when it lacks a key or has a bad one. */
+bool sp_jitdump_piece_read(const msgpack_object *rec, struct sp_jitdump_piece *pc);
+
+/*
+ * Feeds the bytes of pc that are new to the reader of its path, made on
+ * the path's first piece.  Returns 1 with *f set when bytes were fed
+ * (sp_jitdump_next() then gives the records they complete); 0 when none
+ * were (bytes seen before, or the reader stopped); 2 with *f set when
+ * the piece starts after the bytes fed so far: the bytes in between are
+ * missing, so the reader stops, with an error that says which; -1 when
+ * memory runs out.
+ */
+int sp_jitdump_files_feed(struct sp_jitdump_files *fs, const struct sp_jitdump_piece *pc,
+			  struct sp_jitdump_file **f);
+
+/* Frees the files' readers and paths; fs is empty again. */
+void sp_jitdump_files_release(struct sp_jitdump_files *fs);
 
 #endif

@@ -29,17 +29,9 @@ struct lines {
 	struct sp_buf names;	/* NUL-separated file names */
 };
 
-/* One jitdump file of a process, as the stream carries it. */
-struct jitfile {
-	char *path;
-	struct sp_jitdump *rd;
-	bool stopped;		/* a gap or an error: its later records are ignored */
-};
-
 struct jitproc {
 	uint32_t pid;
-	struct jitfile *files;
-	size_t nfiles, allocfiles;
+	struct sp_jitdump_files files;	/* a gap or an error stops a file for good */
 	struct sp_symtab code;	/* the loads and moves, a later one winning */
 	bool dirty;		/* code has grown since it was sorted */
 	struct sp_u64map lines;	/* code address -> struct lines */
@@ -82,11 +74,7 @@ static void lines_free(void *v)
 static void proc_free(void *v)
 {
 	struct jitproc *p = v;
-	for (size_t i = 0; i < p->nfiles; i++) {
-		free(p->files[i].path);
-		sp_jitdump_free(p->files[i].rd);
-	}
-	free(p->files);
+	sp_jitdump_files_release(&p->files);
 	sp_symtab_release(&p->code);
 	sp_u64map_release(&p->lines, lines_free);
 	lines_free(p->pending);
@@ -112,9 +100,9 @@ void sp_jitdumps_reset(struct sp_jitdumps *jd)
 	void *v;
 	while (sp_u64map_next(&jd->procs, &i, &pid, &v)) {
 		struct jitproc *p = v;
-		for (size_t k = 0; k < p->nfiles; k++) {
-			struct jitfile *f = &p->files[k];
-			if (!f->stopped && sp_jitdump_offset(f->rd) < sp_jitdump_fed(f->rd))
+		for (size_t k = 0; k < p->files.n; k++) {
+			const struct sp_jitdump_file *f = &p->files.v[k];
+			if (!sp_jitdump_failed(f->rd) && sp_jitdump_offset(f->rd) < sp_jitdump_fed(f->rd))
 				warnf(jd, "jitdump '%s' of pid %" PRIu64 " ends inside a record at "
 				      "offset %" PRIu64, f->path, pid, sp_jitdump_offset(f->rd));
 		}
@@ -148,23 +136,6 @@ static struct jitproc *proc_get(struct sp_jitdumps *jd, uint32_t pid)
 		return NULL;
 	}
 	return p;
-}
-
-static struct jitfile *file_get(struct jitproc *p, const char *path, size_t pl)
-{
-	for (size_t i = 0; i < p->nfiles; i++)
-		if (strlen(p->files[i].path) == pl && memcmp(p->files[i].path, path, pl) == 0)
-			return &p->files[i];
-	if (SP_ALLOC_GROW(p->files, p->nfiles + 1, p->allocfiles) < 0)
-		return NULL;
-	struct jitfile f = { .path = strndup(path, pl), .rd = sp_jitdump_new() };
-	if (!f.path || !f.rd) {
-		free(f.path);
-		sp_jitdump_free(f.rd);
-		return NULL;
-	}
-	p->files[p->nfiles] = f;
-	return &p->files[p->nfiles++];
 }
 
 /* A file name worth showing: UTF-8 without control characters (V8 has written garbage). */
@@ -300,7 +271,7 @@ static int apply_move(struct jitproc *p, const struct sp_jit_rec *r)
 }
 
 /* Applies the records the bytes fed to f complete; -1 only when memory runs out. */
-static int apply(struct sp_jitdumps *jd, struct jitproc *p, struct jitfile *f)
+static int apply(struct sp_jitdumps *jd, struct jitproc *p, struct sp_jitdump_file *f)
 {
 	struct sp_jit_rec r;
 	int ret, changed = 0;
@@ -321,45 +292,33 @@ static int apply(struct sp_jitdumps *jd, struct jitproc *p, struct jitfile *f)
 			return -1;
 	}
 	p->gen += changed;
-	if (ret < 0) {
-		f->stopped = true;
+	if (ret < 0)
 		warnf(jd, "jitdump '%s' of pid %" PRIu32 ": %s; its later records are ignored",
 		      f->path, p->pid, sp_jitdump_error(f->rd));
-	}
 	return 0;
 }
 
 int sp_jitdumps_note(struct sp_jitdumps *jd, const struct sp_record *rec)
 {
-	uint64_t pid, off;
-	const char *path;
-	size_t pl, len;
-	const void *data;
-	if (!sp_map_u64(rec->map, "pid", &pid) || !sp_map_str(rec->map, "path", &path, &pl) ||
-	    !sp_map_u64(rec->map, "off", &off) || !sp_map_bin(rec->map, "data", &data, &len) ||
-	    pid > UINT32_MAX || memchr(path, '\0', pl))
+	struct sp_jitdump_piece pc;
+	struct sp_jitdump_file *f;
+	if (!sp_jitdump_piece_read(rec->map, &pc))
 		return 0;
-	struct jitproc *p = proc_get(jd, (uint32_t)pid);
-	struct jitfile *f = p ? file_get(p, path, pl) : NULL;
-	if (!f)
+	struct jitproc *p = proc_get(jd, (uint32_t)pc.pid);
+	if (!p)
 		return -1;
-	if (f->stopped)
+	switch (sp_jitdump_files_feed(&p->files, &pc, &f)) {
+	case 1:
+		return apply(jd, p, f);
+	case 2:
+		warnf(jd, "jitdump '%s' of pid %" PRIu64 ": %s; its later records are ignored",
+		      f->path, pc.pid, sp_jitdump_error(f->rd));
 		return 0;
-	uint64_t fed = sp_jitdump_fed(f->rd);
-	if (off > fed) {
-		f->stopped = true;
-		warnf(jd, "jitdump '%s' of pid %" PRIu64 ": bytes %" PRIu64 " to %" PRIu64
-		      " are missing from the stream; its later records are ignored",
-		      f->path, pid, fed, off);
+	case 0:
 		return 0;
+	default:
+		return -1;
 	}
-	/* Bytes seen before (a record repeated) are skipped. */
-	if (off + len <= fed)
-		return 0;
-	size_t skip = (size_t)(fed - off);
-	if (sp_jitdump_feed(f->rd, (const char *)data + skip, len - skip) < 0)
-		return -1;	/* out of memory: a reader that failed is stopped already */
-	return apply(jd, p, f);
 }
 
 unsigned sp_jitdumps_generation(const struct sp_jitdumps *jd, uint32_t pid)

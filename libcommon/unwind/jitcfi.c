@@ -24,6 +24,7 @@
 #include "stream/jitdump.h"
 #include "unwind/internal.h"
 #include "util/alloc.h"
+#include "util/search.h"
 
 /* One piece of code with unwinding information. */
 struct jitrange {
@@ -38,15 +39,8 @@ struct jitrange {
 	struct modstate ms;	/* eh and the rules cache; the rest unused */
 };
 
-struct jitfile {
-	char *path;
-	struct sp_jitdump *rd;
-	bool stopped;
-};
-
 struct jitproc {
-	struct jitfile *files;
-	size_t nfiles, allocfiles;
+	struct sp_jitdump_files files;
 	struct jitrange *ranges;	/* by start once sorted, not overlapping */
 	size_t nranges, allocranges;
 	bool sorted;
@@ -72,13 +66,9 @@ static void range_release(struct jitrange *r)
 static void proc_free(void *v)
 {
 	struct jitproc *p = v;
-	for (size_t i = 0; i < p->nfiles; i++) {
-		free(p->files[i].path);
-		sp_jitdump_free(p->files[i].rd);
-	}
+	sp_jitdump_files_release(&p->files);
 	for (size_t i = 0; i < p->nranges; i++)
 		range_release(&p->ranges[i]);
-	free(p->files);
 	free(p->ranges);
 	free(p->pending);
 	free(p);
@@ -204,11 +194,10 @@ static int add_range(struct jitproc *p, const struct sp_jit_rec *rec, unsigned m
 	return 0;
 }
 
-static int apply(struct jitproc *p, struct jitfile *f)
+static int apply(struct jitproc *p, struct sp_jitdump_file *f)
 {
 	struct sp_jit_rec r;
-	int ret;
-	while ((ret = sp_jitdump_next(f->rd, &r)) == 1) {
+	while (sp_jitdump_next(f->rd, &r) == 1) {
 		if (r.type == SP_JIT_CODE_UNWINDING_INFO) {
 			free(p->pending);
 			p->pending = NULL;
@@ -225,8 +214,7 @@ static int apply(struct jitproc *p, struct jitfile *f)
 				return -1;
 		}
 	}
-	if (ret < 0)
-		f->stopped = true;	/* sp-symbolize tells why; its later records are ignored */
+	/* On an error the reader stays stopped; sp-symbolize tells why. */
 	return 0;
 }
 
@@ -242,53 +230,22 @@ static struct jitproc *proc_get(struct sp_jitcfi *jc, uint64_t pid)
 	return p;
 }
 
-static struct jitfile *file_get(struct jitproc *p, const char *path, size_t pl)
-{
-	for (size_t i = 0; i < p->nfiles; i++)
-		if (strlen(p->files[i].path) == pl && memcmp(p->files[i].path, path, pl) == 0)
-			return &p->files[i];
-	if (SP_ALLOC_GROW(p->files, p->nfiles + 1, p->allocfiles) < 0)
-		return NULL;
-	struct jitfile f = { .path = strndup(path, pl), .rd = sp_jitdump_new() };
-	if (!f.path || !f.rd) {
-		free(f.path);
-		sp_jitdump_free(f.rd);
-		return NULL;
-	}
-	p->files[p->nfiles] = f;
-	return &p->files[p->nfiles++];
-}
-
 int sp_jitcfi_note(struct sp_jitcfi **jcp, const msgpack_object *rec)
 {
-	uint64_t pid, off;
-	const char *path;
-	size_t pl, len;
-	const void *data;
-	if (!sp_map_u64(rec, "pid", &pid) || !sp_map_str(rec, "path", &path, &pl) ||
-	    !sp_map_u64(rec, "off", &off) || !sp_map_bin(rec, "data", &data, &len) ||
-	    pid > UINT32_MAX || memchr(path, '\0', pl))
+	struct sp_jitdump_piece pc;
+	struct sp_jitdump_file *f;
+	if (!sp_jitdump_piece_read(rec, &pc))
 		return 0;
 	if (!*jcp) {
 		if (!(*jcp = calloc(1, sizeof(**jcp))))
 			return -1;
 		sp_u64map_init(&(*jcp)->procs);
 	}
-	struct jitproc *p = proc_get(*jcp, pid);
-	struct jitfile *f = p ? file_get(p, path, pl) : NULL;
-	if (!f)
+	struct jitproc *p = proc_get(*jcp, pc.pid);
+	if (!p)
 		return -1;
-	uint64_t fed = sp_jitdump_fed(f->rd);
-	if (f->stopped || off + len <= fed)
-		return 0;
-	if (off > fed) {
-		f->stopped = true;	/* a gap: the next record's start is unknown */
-		return 0;
-	}
-	size_t skip = (size_t)(fed - off);
-	if (sp_jitdump_feed(f->rd, (const char *)data + skip, len - skip) < 0)
-		return -1;
-	return apply(p, f);
+	int rc = sp_jitdump_files_feed(&p->files, &pc, &f);
+	return rc == 1 ? apply(p, f) : rc < 0 ? -1 : 0;
 }
 
 const struct rule *sp_unwind_jit_rule(struct sp_unwinder *u, struct sp_addrspaces *a,
@@ -302,14 +259,8 @@ const struct rule *sp_unwind_jit_rule(struct sp_unwinder *u, struct sp_addrspace
 		qsort(p->ranges, p->nranges, sizeof(*p->ranges), cmp_range);
 		p->sorted = true;
 	}
-	size_t lo = 0, hi = p->nranges;
-	while (lo < hi) {	/* the first range ending after addr */
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->ranges[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* The first range ending after addr. */
+	size_t lo = SP_PARTITION_POINT(p->nranges, i, p->ranges[i].end <= addr);
 	struct jitrange *r = lo < p->nranges && p->ranges[lo].start <= addr ? &p->ranges[lo] : NULL;
 	if (!r)
 		return NULL;
