@@ -88,6 +88,16 @@ static inline int sp_stack_read8(const struct stackcopy *c, uint64_t addr, uint6
 	return 0;
 }
 
+/*
+ * unwind.c: fills the frame at pc (its address, module, rel and flags)
+ * and sets *mp to its mapping and *msp to its module's opened state (NULL
+ * for JIT code).  Returns 0, or the end reason when no walk goes on from
+ * this frame: no mapping, no stack copy, a module missing or mismatched.
+ */
+int sp_unwind_frame_begin(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			  uint64_t pc, bool retaddr, size_t len, struct sp_uframe *f,
+			  const struct sp_mapping **mp, struct modstate **msp);
+
 /* module.c: the state of an object, opened on first use (NULL: out of memory). */
 struct modstate *sp_unwind_module(struct sp_unwinder *u, struct sp_object *obj);
 

@@ -478,28 +478,12 @@ static enum sp_unwind_end walk(struct lusample *s, unw_cursor_t *cursor, size_t 
 			return SP_END_CYCLE;
 		if (*n >= max)
 			return SP_END_MAX_DEPTH;
-		const struct sp_mapping *m = sp_addrspaces_find(s->a, s->pid, pc);
 		struct sp_uframe *f = &out[(*n)++];
-		f->addr = pc;
-		f->flags = retaddr ? SP_FRAME_RETADDR : 0;
-		if (!m) {
-			f->obj = NULL;
-			f->rel = pc;
-			return SP_END_NO_MAPPING;
-		}
-		f->obj = m->obj;
-		f->rel = sp_unwind_rel(u, m, pc);
-		if (m->obj->anon)
-			f->flags |= SP_FRAME_JIT;
-		if (len == 0)
-			return SP_END_NO_USER_STACK;
-		if (!m->obj->anon) {
-			struct modstate *ms = sp_unwind_module(u, m->obj);
-			if (!ms || ms->state == M_MISSING)
-				return SP_END_MISSING_MODULE;
-			if (ms->state == M_MISMATCH)
-				return SP_END_BUILD_ID_MISMATCH;
-		}
+		const struct sp_mapping *m;
+		struct modstate *ms;
+		int end = sp_unwind_frame_begin(u, s->a, s->pid, pc, retaddr, len, f, &m, &ms);
+		if (end)
+			return (enum sp_unwind_end)end;
 		s->fail = 0;
 		s->asked = false;
 		unw_word_t fp = 1, next = 0;

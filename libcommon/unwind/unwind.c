@@ -335,6 +335,37 @@ static int nocfi_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t p
 	return fprc == 0 ? SP_END_BAD_FP : SP_END_NO_CFI;
 }
 
+int sp_unwind_frame_begin(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			  uint64_t pc, bool retaddr, size_t len, struct sp_uframe *f,
+			  const struct sp_mapping **mp, struct modstate **msp)
+{
+	const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
+	*mp = m;
+	*msp = NULL;
+	f->addr = pc;
+	f->flags = retaddr ? SP_FRAME_RETADDR : 0;
+	if (!m) {
+		f->obj = NULL;
+		f->rel = pc;
+		return SP_END_NO_MAPPING;
+	}
+	f->obj = m->obj;
+	f->rel = sp_unwind_rel(u, m, pc);
+	if (m->obj->anon)
+		f->flags |= SP_FRAME_JIT;
+	if (len == 0)
+		return SP_END_NO_USER_STACK;
+	if (m->obj->anon)
+		return 0;
+	struct modstate *ms = sp_unwind_module(u, m->obj);
+	if (!ms || ms->state == M_MISSING)
+		return SP_END_MISSING_MODULE;
+	if (ms->state == M_MISMATCH)
+		return SP_END_BUILD_ID_MISMATCH;
+	*msp = ms;
+	return 0;
+}
+
 enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			     uint32_t pid, const uint64_t *regs, size_t nregs,
 			     const unsigned char *stack, size_t len, bool full,
@@ -353,32 +384,16 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 		uint64_t pc = s->pc;
 		if (*n >= max)
 			return SP_END_MAX_DEPTH;
-		const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
 		struct sp_uframe *f = &out[(*n)++];
-		f->addr = pc;
-		f->flags = retaddr ? SP_FRAME_RETADDR : 0;
-		if (!m) {
-			f->obj = NULL;
-			f->rel = pc;
-			return SP_END_NO_MAPPING;
-		}
-		f->obj = m->obj;
-		f->rel = sp_unwind_rel(u, m, pc);
-		if (m->obj->anon)
-			f->flags |= SP_FRAME_JIT;
-		if (len == 0)
-			return SP_END_NO_USER_STACK;
+		const struct sp_mapping *m;
+		struct modstate *ms;
+		int rc = sp_unwind_frame_begin(u, a, pid, pc, retaddr, len, f, &m, &ms);
+		if (rc)
+			return (enum sp_unwind_end)rc;
 
 		bool outermost = false;
-		int rc;
 		const struct rule *r = NULL;
-		struct modstate *ms = NULL;
-		if (!m->obj->anon) {
-			ms = sp_unwind_module(u, m->obj);
-			if (!ms || ms->state == M_MISSING)
-				return SP_END_MISSING_MODULE;
-			if (ms->state == M_MISMATCH)
-				return SP_END_BUILD_ID_MISMATCH;
+		if (ms) {
 			r = sp_unwind_rule(u, ms, f->rel - (retaddr ? 1 : 0));
 		} else {
 			/* JIT code with a jitdump's unwinding information. */
