@@ -184,7 +184,7 @@ teardown() {
 }
 
 @test "vDSO frames are named in the boot that recorded them" {
-	symbolized "$S" "$WORKLOADS/sigwork" 0.3
+	symbolized "$S" "$WORKLOADS/vdsoloop" 0.3
 	frames "$S" | grep -q '^__vdso_clock_gettime|'
 }
 
