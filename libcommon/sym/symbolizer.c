@@ -750,8 +750,23 @@ void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_fram
 	} else if (mod && mod->kind == MOD_ELF) {
 		if (!mod->ms)
 			mod->ms = modsym_get(sym, mod->path, NULL, 0, false);
-		if (mod->ms && mod->ms->es)
-			from_elf(out, sp_elfsym_lookup(mod->ms->es, f->rel - back), back, true);
+		if (mod->ms && mod->ms->es) {
+			const struct sp_symres *r = sp_elfsym_lookup(mod->ms->es, f->rel - back);
+			/*
+			 * A return address at a function's first byte that the
+			 * byte before does not explain: a signal trampoline
+			 * (__restore_rt), which no call precedes; the kernel
+			 * made it the handler's return address.
+			 */
+			if (back && (!r || !r->name)) {
+				const struct sp_symres *at = sp_elfsym_lookup(mod->ms->es, f->rel);
+				if (at && at->name && at->offset == 0) {
+					r = at;
+					back = 0;
+				}
+			}
+			from_elf(out, r, back, true);
+		}
 	}
 	if (!out->name) {
 		/* Still say where: the module's file name and the offset. */
