@@ -88,18 +88,61 @@ static inline int sp_stack_read8(const struct stackcopy *c, uint64_t addr, uint6
 	return 0;
 }
 
-/*
- * unwind.c: fills the frame at pc (its address, module, rel and flags)
- * and sets *mp to its mapping and *msp to its module's opened state (NULL
- * for JIT code).  Returns 0, or the end reason when no walk goes on from
- * this frame: no mapping, no stack copy, a module missing or mismatched.
- */
-int sp_unwind_frame_begin(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
-			  uint64_t pc, bool retaddr, size_t len, struct sp_uframe *f,
-			  const struct sp_mapping **mp, struct modstate **msp);
 
-/* module.c: the state of an object, opened on first use (NULL: out of memory). */
-struct modstate *sp_unwind_module(struct sp_unwinder *u, struct sp_object *obj);
+/* module.c: opens the state of an object on first use (NULL: out of memory). */
+struct modstate *sp_unwind_module_open(struct sp_unwinder *u, struct sp_object *obj);
+
+/*
+ * The state of an object: a pointer once it is open, as it is for every
+ * frame but the first of a module.  A vDSO not loaded yet is asked again,
+ * as its image may have come since.
+ */
+static inline struct modstate *sp_unwind_module(struct sp_unwinder *u, struct sp_object *obj)
+{
+	struct modstate *ms = obj->priv;
+	if (ms && (!obj->vdso || ms->state == M_OK))
+		return ms;
+	return sp_unwind_module_open(u, obj);
+}
+
+/*
+ * Fills the frame at pc (its address, module, rel and flags) and sets
+ * *mp to its mapping and *msp to its module's opened state (NULL for JIT
+ * code).  Returns 0, or the end reason when no walk goes on from this
+ * frame: no mapping, no stack copy, a module missing or mismatched.  Both
+ * engines begin each frame with it; inline, as it runs for every frame.
+ */
+static inline int sp_unwind_frame_begin(struct sp_unwinder *u, struct sp_addrspaces *a,
+					uint32_t pid, uint64_t pc, bool retaddr, size_t len,
+					struct sp_uframe *f, const struct sp_mapping **mp,
+					struct modstate **msp)
+{
+	const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
+	*mp = m;
+	*msp = NULL;
+	f->addr = pc;
+	f->flags = retaddr ? SP_FRAME_RETADDR : 0;
+	if (!m) {
+		f->obj = NULL;
+		f->rel = pc;
+		return SP_END_NO_MAPPING;
+	}
+	f->obj = m->obj;
+	f->rel = sp_unwind_rel(u, m, pc);
+	if (m->obj->anon)
+		f->flags |= SP_FRAME_JIT;
+	if (len == 0)
+		return SP_END_NO_USER_STACK;
+	if (m->obj->anon)
+		return 0;
+	struct modstate *ms = sp_unwind_module(u, m->obj);
+	if (!ms || ms->state == M_MISSING)
+		return SP_END_MISSING_MODULE;
+	if (ms->state == M_MISMATCH)
+		return SP_END_BUILD_ID_MISMATCH;
+	*msp = ms;
+	return 0;
+}
 
 /*
  * cfi.c: compiles and caches the rule for a module-relative address not

@@ -95,7 +95,7 @@ static bool load_vdso(struct sp_unwinder *u, struct modstate *ms, const struct s
 	       load_vdso_image(ms, obj, own, size);
 }
 
-struct modstate *sp_unwind_module(struct sp_unwinder *u, struct sp_object *obj)
+struct modstate *sp_unwind_module_open(struct sp_unwinder *u, struct sp_object *obj)
 {
 	struct modstate *ms = obj->priv;
 	if (ms) {

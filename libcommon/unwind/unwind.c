@@ -60,7 +60,7 @@ const struct sp_unwind_arch *sp_unwinder_arch(const struct sp_unwinder *u)
  * Applies a rule to the registers s of a frame: the caller's into next.
  * Returns 0 or an end reason.
  */
-static int apply(const struct sp_unwind_arch *arch, const struct rule *r,
+static inline int apply(const struct sp_unwind_arch *arch, const struct rule *r,
 		 const struct stackcopy *c, const struct sp_arch_regs *s,
 		 struct sp_arch_regs *next, bool *outermost)
 {
@@ -333,37 +333,6 @@ static int nocfi_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t p
 		return SP_END_JIT_NO_MAP;
 	/* A frame record was read, but it leads nowhere. */
 	return fprc == 0 ? SP_END_BAD_FP : SP_END_NO_CFI;
-}
-
-int sp_unwind_frame_begin(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
-			  uint64_t pc, bool retaddr, size_t len, struct sp_uframe *f,
-			  const struct sp_mapping **mp, struct modstate **msp)
-{
-	const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
-	*mp = m;
-	*msp = NULL;
-	f->addr = pc;
-	f->flags = retaddr ? SP_FRAME_RETADDR : 0;
-	if (!m) {
-		f->obj = NULL;
-		f->rel = pc;
-		return SP_END_NO_MAPPING;
-	}
-	f->obj = m->obj;
-	f->rel = sp_unwind_rel(u, m, pc);
-	if (m->obj->anon)
-		f->flags |= SP_FRAME_JIT;
-	if (len == 0)
-		return SP_END_NO_USER_STACK;
-	if (m->obj->anon)
-		return 0;
-	struct modstate *ms = sp_unwind_module(u, m->obj);
-	if (!ms || ms->state == M_MISSING)
-		return SP_END_MISSING_MODULE;
-	if (ms->state == M_MISMATCH)
-		return SP_END_BUILD_ID_MISMATCH;
-	*msp = ms;
-	return 0;
 }
 
 enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
