@@ -183,6 +183,26 @@ teardown() {
 	run -1 grep -q '^stage_c|' <<< "$output"
 }
 
+@test "a call through the PLT is a frame named NAME@plt, at the entry the relocations give" {
+	symbolized "$S" "$WORKLOADS/spin" 1
+	# spin calls cos through its PLT: some samples stop in the stub.
+	run -0 frames "$S"
+	grep -q '^cos@plt|' <<< "$output"
+	# The frame's address is inside cos's PLT entry, as objdump places it.
+	entry=$(objdump -d --section=.plt --section=.plt.sec "$WORKLOADS/spin" |
+		awk '/<cos@plt>:/ { print $1; exit }')
+	[ -n "$entry" ]
+	# The executable mapping's start less its file offset is where the
+	# position-independent file is loaded (its addresses are its offsets).
+	base=$(sp-cat -t map "$S.raw" | jq -r "select(.path == \"$WORKLOADS/spin\") | .start - .pgoff" | head -n 1)
+	run -0 sp-cat -t frame "$S"
+	run -0 jq -r 'select(.name == "cos@plt") | .addr - .offset' <<< "$output"
+	[ "${#lines[@]}" -ge 1 ]
+	for a in "${lines[@]}"; do
+		[ "$a" -eq $((base + 0x$entry)) ]
+	done
+}
+
 @test "vDSO frames are named in the boot that recorded them" {
 	symbolized "$S" "$WORKLOADS/vdsoloop" 0.3
 	frames "$S" | grep -q '^__vdso_clock_gettime|'

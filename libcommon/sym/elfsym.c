@@ -110,10 +110,74 @@ static bool elf_has_section(Elf *elf, GElf_Word type, const char *name)
 	return false;
 }
 
+/* A section of elf by name, with its header; NULL when there is none. */
+static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) &&
+		    strcmp(n, name) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * Names the PLT entries of an x86_64 module NAME@plt, as perf and gdb
+ * do: no symbol covers them, and a call through one is a frame of its own
+ * in every stack that calls a shared library.  The relocations of
+ * .rela.plt are in the order of the entries, 16 bytes each, in .plt.sec
+ * when the module has one (indirect-branch tracking), else in .plt after
+ * its 16-byte first entry.  Added before the symbols, which win an
+ * overlap.
+ */
+static void add_plt_symbols(struct sp_elfsym *e, Elf *elf)
+{
+	GElf_Ehdr eh;
+	GElf_Shdr rsh, psh, dsh;
+	Elf_Scn *rela, *dyn;
+	if (!elf || !gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
+	    !(rela = section_named(elf, ".rela.plt", &rsh)) || rsh.sh_type != SHT_RELA ||
+	    !(dyn = elf_getscn(elf, rsh.sh_link)) || !gelf_getshdr(dyn, &dsh))
+		return;
+	uint64_t first;
+	if (section_named(elf, ".plt.sec", &psh))
+		first = psh.sh_addr;
+	else if (section_named(elf, ".plt", &psh))
+		first = psh.sh_addr + 16;
+	else
+		return;
+	Elf_Data *rd = elf_getdata(rela, NULL), *dd = elf_getdata(dyn, NULL);
+	if (!rd || !dd || !rsh.sh_entsize)
+		return;
+	size_t n = rsh.sh_size / rsh.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		uint64_t at = first + 16 * (uint64_t)i;
+		if (at + 16 > psh.sh_addr + psh.sh_size)
+			break;
+		const char *name;
+		if (!gelf_getrela(rd, (int)i, &r) || !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym) ||
+		    !(name = elf_strptr(elf, dsh.sh_link, sym.st_name)) || !*name)
+			continue;
+		char buf[512];
+		int len = snprintf(buf, sizeof(buf), "%.*s@plt", (int)strcspn(name, "@"), name);
+		if (len > 0 && (size_t)len < sizeof(buf))
+			sp_symtab_add(&e->syms, at, 16, buf, (size_t)len);
+	}
+}
+
 /* Reads the module's symbols once into a sorted table. */
 static void build_symtab(struct sp_elfsym *e)
 {
 	sp_symtab_init(&e->syms);
+	GElf_Addr mb;
+	add_plt_symbols(e, dwfl_module_getelf(e->mod, &mb));
 	int n = dwfl_module_getsymtab(e->mod);
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
