@@ -23,6 +23,7 @@
 #include "tool.h"
 #include "util/alloc.h"
 #include "util/procfs.h"
+#include "util/procns.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -316,6 +317,19 @@ static void status_line(struct sp_recorder *r, double elapsed, bool final)
 }
 
 /*
+ * A target in a container whose files this process may not read: its
+ * samples are recorded, but not the build-ids that name its files.
+ */
+static void check_root(pid_t pid)
+{
+	char what[4200];
+	if (sp_proc_root_check(pid, what, sizeof(what)) < 0)
+		sp_warn("cannot read the files of process %d in its own mount namespace: "
+			"'%s': %s (run sp-capture as root, or give it CAP_SYS_PTRACE and "
+			"CAP_DAC_READ_SEARCH)", (int)pid, what, strerror(errno));
+}
+
+/*
  * Attaches every -p target (and with --descendants, their descendants).
  * Returns 0, or -1 after a message.
  */
@@ -342,6 +356,8 @@ static int attach_all(struct cli *c, struct sp_recorder *r)
 		if (sp_recorder_attach(r, c->pids[i]) < 0) {
 			sp_warn("%s", sp_recorder_error(r));
 			rc = -1;
+		} else {
+			check_root(c->pids[i]);
 		}
 	if (all != c->pids)
 		free(all);

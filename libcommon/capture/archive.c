@@ -13,6 +13,7 @@
 #include "util/buildid.h"
 #include "util/error.h"
 #include "util/modfile.h"
+#include "util/procns.h"
 #include "util/sha1.h"
 
 struct sp_archive {
@@ -73,12 +74,18 @@ const char *sp_archive_dir(const struct sp_archive *a)
 	return a->dir;
 }
 
-/* The mapped file: through map_files first, then the path. */
+/*
+ * The mapped file: through map_files first, then the path as the process
+ * sees it (inside its root: in a container, the host's file at that path
+ * is another one), then the path.  The caller checks the identity.
+ */
 static int open_mapped(pid_t pid, uint64_t start, uint64_t end, const char *path)
 {
 	char mf[128];
 	snprintf(mf, sizeof(mf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start, end);
 	int fd = open(mf, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		fd = sp_proc_open_in_root(pid, path, O_RDONLY | O_NONBLOCK);
 	if (fd < 0)
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat sb;

@@ -95,6 +95,13 @@ struct sp_rec_proc {
 	bool alive;
 	uint64_t start_key;	/* start_time of its process record, or its fork's time */
 	uid_t uid;		/* its owner, for the trust rules of its perf map */
+	/*
+	 * In a container: its files are read inside /proc/PID/root, never at
+	 * the host path (own_root), and its perf map is perf-NSPID.map
+	 * (nspid, 0 when it shares our PID namespace or is unknown).
+	 */
+	bool own_root;
+	uint32_t nspid;
 };
 
 /* A process given to attach or launch. */
@@ -258,8 +265,20 @@ int sp_rec_q_flush(struct sp_recorder *r, uint64_t limit);
 bool sp_rec_is_file_path(const char *path);
 int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
 		   const void *keydata);
-/* A mapped file's build-id into id: its length, 0 for none, -1 when unreadable. */
-int sp_rec_build_id(struct sp_recorder *r, const char *path, const char *alt,
+/*
+ * Notes whether pid is in another mount namespace than ours (its files
+ * are then read inside its root) and its pid in its own PID namespace, on
+ * its process state; the namespace's inode and that pid (0: ours) into
+ * *mntns and *nspid when given.  A process whose root cannot be read
+ * counts proc_unreadable.
+ */
+void sp_rec_proc_ns(struct sp_recorder *r, pid_t pid, uint32_t *nspid, uint64_t *mntns);
+/*
+ * A mapped file's build-id into id: its length, 0 for none, -1 when
+ * unreadable.  For a process with its own root, read through alt (its
+ * map_files entry, or NULL) or inside that root, never at the host path.
+ */
+int sp_rec_build_id(struct sp_recorder *r, pid_t pid, const char *path, const char *alt,
 		    uint64_t dev, uint64_t ino, unsigned char *id);
 /* via is a string constant: "exe", "libpython", "parent", "none". */
 void sp_rec_queue_runtime(struct sp_recorder *r, pid_t pid, uint64_t time,

@@ -292,8 +292,13 @@ static void archive_at_end(struct sp_recorder *r, uint64_t end)
 	void *v;
 	while (sp_u64map_next(&r->procs, &i, &pid, &v)) {
 		const struct sp_rec_proc *p = v;
-		char src[64], rel[128];
-		snprintf(src, sizeof(src), "/tmp/perf-%d.map", (int)p->pid);
+		char src[96], rel[128];
+		/* In a container: its /tmp, under the pid it knows itself by. */
+		if (p->own_root && p->nspid)
+			snprintf(src, sizeof(src), "/proc/%d/root/tmp/perf-%u.map", (int)p->pid,
+				 (unsigned)p->nspid);
+		else
+			snprintf(src, sizeof(src), "/tmp/perf-%d.map", (int)p->pid);
 		if (access(src, R_OK) != 0)
 			continue;
 		snprintf(rel, sizeof(rel), "perf-maps/perf-%d-%" PRIu64 ".map", (int)p->pid,

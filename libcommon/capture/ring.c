@@ -141,7 +141,8 @@ static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t
 		bidlen = m.build_id_size > 20 ? 20 : m.build_id_size;
 		memcpy(bid, m.build_id, (size_t)bidlen);
 	} else if (sp_rec_is_file_path(path) && !deleted) {
-		bidlen = sp_rec_build_id(r, path, NULL, (uint64_t)m.maj << 32 | m.min, m.ino, bid);
+		bidlen = sp_rec_build_id(r, (pid_t)m.pid, path, NULL, (uint64_t)m.maj << 32 | m.min,
+					 m.ino, bid);
 	}
 	if (bidlen < 0)
 		bidlen = 0;
@@ -226,6 +227,10 @@ static void handle_task(struct sp_recorder *r, const unsigned char *rec, size_t 
 			p->alive = true;
 			p->start_key = t.time;
 			p->uid = parent ? parent->uid : getuid();
+			/* A container's child: its own pid there, if it still runs. */
+			if (parent && parent->own_root)
+				sp_rec_proc_ns(r, (pid_t)t.pid, NULL, NULL);
+			p->own_root = parent && parent->own_root;
 		}
 		sp_rec_queue_runtime(r, (pid_t)t.pid, t.time, cpy, cpy ? "parent" : "none");
 	}

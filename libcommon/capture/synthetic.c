@@ -5,14 +5,18 @@
  * kernel's side-band records write: map, runtime and archive.  Build-ids
  * of mapped files are read once per (device, inode).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "capture/internal.h"
 #include "stream/records.h"
+#include "util/procns.h"
 
 /* Whether a mapping's path names a file (not //anon, [vdso], ...). */
 bool sp_rec_is_file_path(const char *path)
@@ -31,12 +35,46 @@ int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_ent
 	return x->dev != y->dev || x->ino != y->ino;
 }
 
+void sp_rec_proc_ns(struct sp_recorder *r, pid_t pid, uint32_t *nspid, uint64_t *mntns)
+{
+	struct sp_proc_ns ns;
+	struct sp_rec_proc *p = sp_rec_proc_get(r, pid, true);
+	if (sp_proc_ns_get(pid, &ns) < 0 && errno == EACCES)
+		r->errors[SP_E_PROC_UNREADABLE]++;
+	if (ns.mntns) {
+		int fd = sp_proc_open_in_root(pid, "/", O_RDONLY | O_DIRECTORY);
+		if (fd < 0)
+			r->errors[SP_E_PROC_UNREADABLE]++;
+		else
+			close(fd);
+	}
+	if (p) {
+		p->own_root = ns.mntns != 0;
+		p->nspid = ns.nspid;
+	}
+	if (nspid)
+		*nspid = ns.nspid;
+	if (mntns)
+		*mntns = ns.mntns;
+}
+
+/* The build-id of path inside pid's root; -1 when unreadable. */
+static int build_id_in_root(pid_t pid, const char *path, unsigned char *id)
+{
+	int fd = sp_proc_open_in_root(pid, path, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	int n = sp_build_id_fd(fd, id);
+	close(fd);
+	return n;
+}
+
 /*
  * The build-id of a mapped file (alt: another path to it, or NULL) into
  * id; its length, 0 for none, -1 when unreadable.  Files with an inode
  * are remembered, 4096 at most.
  */
-int sp_rec_build_id(struct sp_recorder *r, const char *path, const char *alt,
+int sp_rec_build_id(struct sp_recorder *r, pid_t pid, const char *path, const char *alt,
 		    uint64_t dev, uint64_t ino, unsigned char *id)
 {
 	struct sp_rec_bid key = { .dev = dev, .ino = ino };
@@ -48,9 +86,18 @@ int sp_rec_build_id(struct sp_recorder *r, const char *path, const char *alt,
 		memcpy(id, b->id, (size_t)(b->len > 0 ? b->len : 0));
 		return b->len;
 	}
-	int n = sp_build_id_path(path, id);
-	if (n < 0 && alt)
-		n = sp_build_id_path(alt, id);
+	const struct sp_rec_proc *p = sp_rec_proc_get(r, pid, false);
+	int n;
+	if (p && p->own_root) {
+		/* The host's file at that path, if any, is another file. */
+		n = alt ? sp_build_id_path(alt, id) : -1;
+		if (n < 0)
+			n = build_id_in_root(pid, path, id);
+	} else {
+		n = sp_build_id_path(path, id);
+		if (n < 0 && alt)
+			n = sp_build_id_path(alt, id);
+	}
 	if (n < 0)
 		r->errors[SP_E_BUILD_ID_UNREADABLE]++;
 	struct sp_rec_bid *b;
@@ -102,6 +149,8 @@ struct q_process {
 	uint64_t start_time, time;
 	char comm[64];
 	bool have_exe;
+	uint32_t nspid;
+	uint64_t mntns;
 	size_t exelen, cmdlen;	/* then the exe and the NUL-separated arguments */
 };
 
@@ -216,6 +265,7 @@ void sp_rec_synth_process(struct sp_recorder *r, pid_t pid, const struct sp_proc
 		.time = time,
 	};
 	snprintf(q.comm, sizeof(q.comm), "%s", st->comm);
+	sp_rec_proc_ns(r, pid, &q.nspid, &q.mntns);
 	q.have_exe = sp_proc_exe(pid, exe, sizeof(exe)) == 0;
 	if (q.have_exe) {
 		sp_path_strip_deleted(exe);
@@ -260,7 +310,7 @@ static int synth_map(const struct sp_proc_map *m, void *arg)
 		/* A deleted or replaced file is still readable via map_files. */
 		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 			 (int)c->pid, m->start, m->end);
-		bidlen = sp_rec_build_id(c->r, m->deleted ? alt : path, alt,
+		bidlen = sp_rec_build_id(c->r, c->pid, m->deleted ? alt : path, alt,
 					 (uint64_t)m->maj << 32 | m->min, m->ino, bid);
 	}
 	unsigned char cid[20];
@@ -332,6 +382,7 @@ void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsi
 			.start_time = q.start_time, .time = q.time,
 			.exe = q.have_exe ? exe : NULL, .exelen = q.exelen, .comm = q.comm,
 			.cmdline = exe + q.exelen, .cmdlen = q.cmdlen,
+			.nspid = q.nspid, .mntns = q.mntns,
 		};
 		sp_write_process(r->w, &pr);
 	} else {

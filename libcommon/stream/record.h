@@ -88,6 +88,8 @@ enum sp_vtype {
 	X(PROCESS, "cmdline", ARRAY, SP_OPT) \
 	X(PROCESS, "uid", UINT, SP_OPT) \
 	X(PROCESS, "time", UINT, SP_OPT) \
+	X(PROCESS, "nspid", UINT, SP_OPT) \
+	X(PROCESS, "mntns", UINT, SP_OPT) \
 	X(THREAD, "pid", UINT, SP_REQ) \
 	X(THREAD, "tid", UINT, SP_REQ) \
 	X(THREAD, "comm", STR, SP_OPT) \

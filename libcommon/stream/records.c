@@ -173,6 +173,10 @@ void sp_write_process(struct sp_writer *w, const struct sp_process_rec *p)
 		pack_args(sp_mapw_key(&m, "cmdline"), p->cmdline, p->cmdlen);
 	sp_mapw_u64(&m, "uid", p->uid);
 	sp_mapw_u64(&m, "time", p->time);
+	if (p->nspid)
+		sp_mapw_u64(&m, "nspid", p->nspid);
+	if (p->mntns)
+		sp_mapw_u64(&m, "mntns", p->mntns);
 	sp_mapw_end(&m);
 }
 

@@ -130,6 +130,8 @@ struct sp_process_rec {
 	const char *comm;
 	const char *cmdline;		/* cmdlen bytes: NUL-separated arguments, the last NUL optional */
 	size_t cmdlen;
+	uint32_t nspid;			/* 0: not written (our PID namespace) */
+	uint64_t mntns;			/* 0: not written (our mount namespace) */
 };
 void sp_write_process(struct sp_writer *w, const struct sp_process_rec *p);
 

@@ -8,12 +8,20 @@
 
 #include "sym/perfmaps.h"
 #include "util/hashmap.h"
+#include "util/procns.h"
 
 /* What the stream said of a process. */
 struct proc {
 	uint32_t uid;
 	bool have_uid, cpython, have_start;
 	uint64_t start;		/* as sp-capture saw it: the key of an archived map */
+	/*
+	 * In a container (process record's mntns and nspid): its map is in
+	 * its own /tmp under its own pid; a forked child inherits own_root and
+	 * pidns, not the pid (0: unknown, no map then).
+	 */
+	bool own_root, pidns;
+	uint32_t nspid;
 };
 
 struct perfmap {
@@ -107,6 +115,9 @@ int sp_perfmaps_note(struct sp_perfmaps *pm, const struct sp_record *rec)
 			p->start = v;
 			p->have_start = true;
 		}
+		p->own_root = sp_map_u64(rec->map, "mntns", &v) && v != 0;
+		p->nspid = sp_map_u64(rec->map, "nspid", &v) && v <= UINT32_MAX ? (uint32_t)v : 0;
+		p->pidns = p->nspid != 0;
 		return 0;
 	case SP_R_FORK:
 		/* A new process (not a thread): it starts now, as its parent's user. */
@@ -121,6 +132,9 @@ int sp_perfmaps_note(struct sp_perfmaps *pm, const struct sp_record *rec)
 		const struct proc *parent = sp_u64map_get(&pm->procs, (uint32_t)ppid);
 		p->uid = parent ? parent->uid : 0;
 		p->have_uid = parent && parent->have_uid;
+		p->own_root = parent && parent->own_root;
+		p->pidns = parent && parent->pidns;
+		p->nspid = 0;
 		return 0;
 	default:
 		return 0;
@@ -162,14 +176,23 @@ static void load(struct sp_perfmaps *pm, uint32_t pid, struct perfmap *m)
 {
 	const struct sp_sym_search *s = pm->s;
 	const struct proc *p = sp_u64map_get(&pm->procs, pid);
-	char path[4096];
+	char path[4096], inroot[64];
+	/* A container's map is in its own root, named by the pid it has there. */
+	bool in_root = !s->archive && p && p->own_root && strcmp(s->perf_map_dir, "/tmp") == 0;
+	if (in_root && p->pidns && !p->nspid)
+		return;
 	if (s->archive && p && p->have_start)
 		snprintf(path, sizeof(path), "%s/perf-maps/perf-%u-%llu.map", s->archive, pid,
 			 (unsigned long long)p->start);
-	else
+	else if (in_root) {
+		snprintf(inroot, sizeof(inroot), "/tmp/perf-%u.map", p->nspid ? p->nspid : pid);
+		snprintf(path, sizeof(path), "/proc/%u/root%s", pid, inroot);
+	} else
 		snprintf(path, sizeof(path), "%s/perf-%u.map", s->perf_map_dir, pid);
 	/* Not through a symlink, and only a regular file of a trusted owner. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = in_root ? sp_proc_open_in_root((pid_t)pid, inroot, O_RDONLY | O_NOFOLLOW |
+						 O_NONBLOCK) :
+		open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	struct stat sb;
 	if (fd < 0 || fstat(fd, &sb) < 0 || (m->loaded && sb.st_size <= m->size)) {
 		if (fd >= 0)

@@ -120,6 +120,11 @@ struct sp_symbolizer {
 	struct kept *kept, *stale;	/* kept stacks; those being handed back */
 	size_t nkept, allockept, nstale, nextstale, kept_frames;
 	struct sp_u64map jit_pids;	/* processes that announced a jitdump file */
+	/*
+	 * By hash of a file's path: its latest mapping (struct
+	 * sp_modfile_proc), where a stream of this boot may still find it.
+	 */
+	struct sp_u64map lastmaps;
 	bool jit_renamed;		/* a jitdump record changed names since the last hand-back */
 	unsigned char *unnamed;		/* by frame id: a JIT frame left unnamed */
 	size_t nunnamed, allocunnamed;
@@ -231,6 +236,7 @@ struct sp_symbolizer *sp_symbolizer_new(const struct sp_sym_search *s, sp_sym_wa
 	sp_hashmap_init(&sym->modsyms, modsym_cmp);
 	sp_hashmap_init(&sym->frames, frame_cmp);
 	sp_u64map_init(&sym->jit_pids);
+	sp_u64map_init(&sym->lastmaps);
 	sp_symtab_init(&sym->ksyms);
 	/* A kallsyms file given is checked before anything is written. */
 	if (s->kallsyms && kallsyms_load(sym, err) < 0) {
@@ -260,6 +266,8 @@ static void reset_segment(struct sp_symbolizer *sym)
 	sym->jit_renamed = false;
 	sp_u64map_release(&sym->jit_pids, NULL);
 	sp_u64map_init(&sym->jit_pids);
+	sp_u64map_release(&sym->lastmaps, free);
+	sp_u64map_init(&sym->lastmaps);
 	sym->nunnamed = 0;
 	sym->fresh = false;
 }
@@ -277,6 +285,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym->kept);
 	free(sym->unnamed);
 	sp_u64map_release(&sym->jit_pids, NULL);
+	sp_u64map_release(&sym->lastmaps, free);
 	sp_symtab_release(&sym->ksyms);
 	sp_elfsym_free(sym->vdso);
 	for (size_t i = 0; i < sym->nvimages; i++) {
@@ -335,6 +344,8 @@ static int debuginfod_find(struct modsym *m, char *found, size_t foundlen)
 static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, const void *bid,
 				 size_t bidlen, bool content)
 {
+	const struct sp_modfile_proc *live = sym->this_boot ?
+		sp_u64map_get(&sym->lastmaps, sp_hash_str(path)) : NULL;
 	struct modsym key = { .path = (char *)path };
 	key.bidlen = (int)(bidlen > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : bidlen);
 	if (key.bidlen)
@@ -355,8 +366,8 @@ static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, co
 		return NULL;
 	}
 	char found[4096];
-	int fd = sp_modfile_open(&sym->modules_search, path, m->bid, m->bidlen, content, found,
-				 sizeof(found), &m->mismatch);
+	int fd = sp_modfile_open_proc(&sym->modules_search, path, m->bid, m->bidlen, content,
+				      live, found, sizeof(found), &m->mismatch);
 	if (fd < 0 && sym->s->debuginfod && !content && m->bidlen > 0)
 		fd = debuginfod_find(m, found, sizeof(found));
 	if (fd >= 0)
@@ -531,12 +542,41 @@ int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *
 	return 0;
 }
 
+/* Remembers the latest mapping of a file, by its path (see lastmaps). */
+static int note_lastmap(struct sp_symbolizer *sym, const struct sp_record *rec)
+{
+	uint64_t pid = 0, start = 0, len = 0;
+	const char *p;
+	size_t pl;
+	char path[4096];
+	if (!sp_map_u64(rec->map, "pid", &pid) || !sp_map_u64(rec->map, "start", &start) ||
+	    !sp_map_u64(rec->map, "len", &len) || !sp_map_str(rec->map, "path", &p, &pl) ||
+	    pl == 0 || pl >= sizeof(path) || p[0] != '/' || pid > UINT32_MAX)
+		return 0;
+	memcpy(path, p, pl);
+	path[pl] = '\0';
+	uint64_t key = sp_hash_str(path);
+	struct sp_modfile_proc *l = sp_u64map_get(&sym->lastmaps, key);
+	if (!l) {
+		if (!(l = malloc(sizeof(*l))))
+			return -1;
+		if (sp_u64map_put(&sym->lastmaps, key, l) < 0) {
+			free(l);
+			return -1;
+		}
+	}
+	*l = (struct sp_modfile_proc){ (unsigned)pid, start, start + len };
+	return 0;
+}
+
 int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 {
 	if (sp_perfmaps_note(sym->perfmaps, rec) < 0)
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
 	if (rec->type == SP_R_IMAGE)
 		return vimage_note(sym, rec);
+	if (rec->type == SP_R_MAP && sym->this_boot && note_lastmap(sym, rec) < 0)
+		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
 	if (rec->type == SP_R_MAP) {
 		/* A jitdump announced: its records may name JIT frames met before them. */
 		static char yes;

@@ -372,6 +372,9 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 		if (!o)
 			return -1;
 		o->content_id = content;
+		o->last_pid = (uint32_t)pid;
+		o->last_start = start;
+		o->last_end = start + len;
 		struct sp_mapping m = { start, start + len, pgoff, o };
 		return map_insert(p, m);
 	}

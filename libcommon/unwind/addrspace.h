@@ -35,6 +35,12 @@ struct sp_object {
 	size_t image_len;
 	void *priv;		/* the user's state for this object */
 	uint64_t out_id;	/* a consumer's id for it, UINT64_MAX: none yet */
+	/*
+	 * The latest mapping of the file by any process: where a stream of
+	 * this boot may still find the very file (in a container, say).
+	 */
+	uint32_t last_pid;
+	uint64_t last_start, last_end;
 };
 
 struct sp_mapping {

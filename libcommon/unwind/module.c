@@ -125,10 +125,11 @@ struct modstate *sp_unwind_module_open(struct sp_unwinder *u, struct sp_object *
 	}
 	struct sp_modfile_search search = { u->o.module_dirs, u->o.nmodule_dirs, u->o.root,
 					    u->o.this_host };
+	struct sp_modfile_proc live = { obj->last_pid, obj->last_start, obj->last_end };
 	char found[4096];
 	bool mismatch;
-	int fd = sp_modfile_open(&search, obj->path, obj->build_id, obj->build_id_len,
-				 obj->content_id, found, sizeof(found), &mismatch);
+	int fd = sp_modfile_open_proc(&search, obj->path, obj->build_id, obj->build_id_len,
+				      obj->content_id, &live, found, sizeof(found), &mismatch);
 	if (fd >= 0) {
 		ms->fd = fd;
 		ms->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

@@ -11,6 +11,7 @@
 #include "util/alloc.h"
 #include "util/buildid.h"
 #include "util/modfile.h"
+#include "util/procns.h"
 #include "util/sha1.h"
 
 void sp_modfile_search_init(struct sp_modfile_search *s)
@@ -70,6 +71,26 @@ void sp_build_id_path_in(const char *dir, const unsigned char *bid, int bidlen,
 		snprintf(out + k, len - (size_t)k, "%s", suffix);
 }
 
+/*
+ * Whether fd is a regular file of identity bid (any identity when bidlen
+ * is 0); a readable identity that differs sets *mismatch.
+ */
+static bool identity_is(int fd, const unsigned char *bid, int bidlen, bool content,
+			bool *mismatch)
+{
+	struct stat sb;
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return false;
+	unsigned char id[SP_BUILD_ID_MAX];
+	int n = content ? (sp_sha1_fd(fd, id) == 0 ? 20 : -1) : sp_build_id_fd(fd, id);
+	lseek(fd, 0, SEEK_SET);
+	if (n < 0 || (bidlen > 0 && (n != bidlen || memcmp(id, bid, (size_t)n) != 0))) {
+		*mismatch |= n >= 0;
+		return false;
+	}
+	return true;
+}
+
 int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
 		    const unsigned char *bid, int bidlen, bool content, char *found,
 		    size_t foundlen, bool *mismatch)
@@ -90,23 +111,45 @@ int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
 			snprintf(cand, sizeof(cand), "%s", path);
 		}
 		int fd = open(cand, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		struct stat sb;
-		if (fd >= 0 && (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))) {
-			close(fd);
-			fd = -1;
-		}
 		if (fd < 0)
 			continue;
-		unsigned char id[SP_BUILD_ID_MAX];
-		int n = content ? (sp_sha1_fd(fd, id) == 0 ? 20 : -1) : sp_build_id_fd(fd, id);
-		lseek(fd, 0, SEEK_SET);
-		if (n < 0 || (bidlen > 0 && (n != bidlen || memcmp(id, bid, (size_t)n) != 0))) {
-			*mismatch |= n >= 0;
+		if (!identity_is(fd, bid, bidlen, content, mismatch)) {
 			close(fd);
 			continue;
 		}
 		snprintf(found, foundlen, "%s", cand);
 		return fd;
+	}
+	return -1;
+}
+
+int sp_modfile_open_proc(const struct sp_modfile_search *s, const char *path,
+			 const unsigned char *bid, int bidlen, bool content,
+			 const struct sp_modfile_proc *proc, char *found, size_t foundlen,
+			 bool *mismatch)
+{
+	int fd = sp_modfile_open(s, path, bid, bidlen, content, found, foundlen, mismatch);
+	if (fd >= 0 || !proc || !proc->pid || bidlen <= 0 || !s->trust_unidentified ||
+	    path[0] != '/')
+		return fd;
+	/* The pid may have been reused since: the identity decides. */
+	for (int c = proc->end ? 0 : 1; c < 2; c++) {
+		char cand[4200];
+		if (c == 0) {
+			snprintf(cand, sizeof(cand), "/proc/%u/map_files/%llx-%llx", proc->pid,
+				 proc->start, proc->end);
+			fd = open(cand, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		} else {
+			snprintf(cand, sizeof(cand), "/proc/%u/root%s", proc->pid, path);
+			fd = sp_proc_open_in_root((pid_t)proc->pid, path, O_RDONLY | O_NONBLOCK);
+		}
+		if (fd < 0)
+			continue;
+		if (identity_is(fd, bid, bidlen, content, mismatch)) {
+			snprintf(found, foundlen, "%s", cand);
+			return fd;
+		}
+		close(fd);
 	}
 	return -1;
 }

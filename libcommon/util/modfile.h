@@ -54,6 +54,29 @@ int sp_modfile_open(const struct sp_modfile_search *s, const char *path,
 		    size_t foundlen, bool *mismatch);
 
 /*
+ * A process that mapped the module when it was recorded: its pid and the
+ * mapping's [start, end) (end 0: unknown), in this host's PID namespace.
+ */
+struct sp_modfile_proc {
+	unsigned pid;
+	unsigned long long start, end;
+};
+
+/*
+ * sp_modfile_open(), and then, when no candidate matched, for a stream of
+ * this host and boot (s->trust_unidentified) and a module with an
+ * identity, the file as that process still maps it: /proc/PID/map_files/
+ * START-END, then PATH inside /proc/PID/root (a process in a container
+ * maps files that only its own mount namespace has).  These candidates,
+ * too, are used only when their identity is the recorded one.  proc may be
+ * NULL: then this is sp_modfile_open().
+ */
+int sp_modfile_open_proc(const struct sp_modfile_search *s, const char *path,
+			 const unsigned char *bid, int bidlen, bool content,
+			 const struct sp_modfile_proc *proc, char *found, size_t foundlen,
+			 bool *mismatch);
+
+/*
  * This process's vDSO image, mapped by the kernel: in the boot a stream
  * was recorded in, the image its processes had.  Returns its address and
  * sets *size (the ELF headers, sections and loaded segments), or NULL

@@ -1,0 +1,98 @@
+/* Processes in containers (see procns.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/procns.h"
+
+/* The last number of the NSpid: line of /proc/PID/status; 0 when one number or none. */
+static uint32_t nspid_of(pid_t pid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	FILE *f = fopen(path, "re");
+	uint32_t last = 0;
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		char *p = line + 6, *end;
+		for (;;) {
+			unsigned long v = strtoul(p, &end, 10);
+			if (end == p)
+				break;
+			last = (uint32_t)v;
+			n++;
+			p = end;
+		}
+		break;
+	}
+	if (f)
+		fclose(f);
+	return n > 1 ? last : 0;
+}
+
+int sp_proc_ns_get(pid_t pid, struct sp_proc_ns *ns)
+{
+	char path[64];
+	struct stat self, them;
+	memset(ns, 0, sizeof(*ns));
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if (stat(path, &them) < 0)
+		return -1;
+	if (stat("/proc/self/ns/mnt", &self) == 0 &&
+	    (self.st_ino != them.st_ino || self.st_dev != them.st_dev))
+		ns->mntns = them.st_ino;
+	ns->nspid = nspid_of(pid);
+	return 0;
+}
+
+int sp_proc_root_check(pid_t pid, char *what, size_t len)
+{
+	struct sp_proc_ns ns;
+	char exe[4096];
+	snprintf(what, len, "/proc/%d/ns/mnt", (int)pid);
+	if (sp_proc_ns_get(pid, &ns) < 0)
+		return errno == ENOENT ? 0 : -1;
+	if (!ns.mntns)
+		return 0;
+	snprintf(what, len, "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(what, exe, sizeof(exe) - 1);
+	if (n < 0)
+		return errno == ENOENT ? 0 : -1;
+	exe[n] = '\0';
+	snprintf(what, len, "/proc/%d/root%s", (int)pid, exe);
+	int fd = sp_proc_open_in_root(pid, exe, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return errno == EACCES || errno == EPERM ? -1 : 0;
+	close(fd);
+	return 0;
+}
+
+int sp_proc_open_in_root(pid_t pid, const char *path, int flags)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "/proc/%d/root", (int)pid);
+	int dir = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, dir, path, &how, sizeof(how));
+	if (fd < 0 && errno == ENOSYS) {
+		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, path);
+		fd = open(p, flags | O_CLOEXEC);
+	}
+	int e = errno;
+	close(dir);
+	errno = e;
+	return fd;
+}
