@@ -32,7 +32,9 @@ start() {
 	[ "$(jqs "$S" "select(.t==\"thread\" and .pid==$P) | .tid" | wc -l)" -eq 2 ]
 	[ "$(jqs "$S" "select(.t==\"map\" and .path==\"$WORKLOADS/spin\") | .pid")" = "$P" ]
 	[ "$(jqs "$S" 'select(.t=="runtime") | .cpython')" = false ]
-	[ "$(jqs "$S" 'select(.t=="header") | .options.inherit')" = false ]
+	# -p follows what the target creates, and sends it no signal.
+	[ "$(jqs "$S" 'select(.t=="header") | .options.inherit')" = true ]
+	[ "$(jqs "$S" 'select(.t=="header") | .options.stop')" = false ]
 	[ "$(jqs "$S" 'select(.t=="header") | .options.pids')" = "[$P]" ]
 	[ "$(summary "$S" samples)" -gt 100 ]
 	# Nothing of the process is sampled before it is described.
@@ -110,22 +112,30 @@ start() {
 	done
 }
 
-@test "--no-stop attaches without stopping; a stopped target stays stopped" {
+@test "--no-stop (the default) and --stop; a stopped target stays stopped" {
 	start "$WORKLOADS/spin" 10
 	sp-capture -q --no-stop -o "$S" -p "$P" --duration 0.5
 	[ "$(jqs "$S" 'select(.t=="header") | .options.stop')" = false ]
 	[ "$(summary "$S" samples)" -gt 0 ]
+	sp-capture -q --stop -o "$S" -p "$P" --duration 0.5
+	[ "$(jqs "$S" 'select(.t=="header") | .options.stop')" = true ]
+	[ "$(summary "$S" samples)" -gt 0 ]
+	[ "$(proc_state "$P")" != T ]
 	kill -STOP "$P"
 	sleep 0.1
-	sp-capture -q -o "$S" -p "$P" --duration 0.3
-	[ "$(proc_state "$P")" = T ]
+	for opt in --stop --no-stop; do
+		sp-capture -q $opt -o "$S" -p "$P" --duration 0.3
+		[ "$(proc_state "$P")" = T ]
+	done
 	kill -CONT "$P"
+	run sp-capture -q --stop -o "$S" -- true
+	[ "$status" -eq 3 ]
 }
 
-@test "a target is continued when sp-capture cannot attach to it" {
+@test "--stop: a target is continued when sp-capture cannot attach to it" {
 	start "$WORKLOADS/spin" 10
 	# Too few descriptors: opening the events fails after the stop.
-	run bash -c "for fd in \$(ls /proc/\$\$/fd); do [ \$fd -gt 2 ] && eval \"exec \$fd>&-\"; done; ulimit -n 5; exec sp-capture -o '$S' -p $P"
+	run bash -c "for fd in \$(ls /proc/\$\$/fd); do [ \$fd -gt 2 ] && eval \"exec \$fd>&-\"; done; ulimit -n 5; exec sp-capture --stop -o '$S' -p $P"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"too many open files"* ]]
 	sleep 0.1

@@ -73,14 +73,24 @@ setup() {
 	[ "$lost" -ge "$(summary "$S" lost_samples)" ]
 }
 
-@test "--inherit with -p follows children the target forks during the recording" {
+@test "-p follows children the target forks during the recording; --no-inherit does not" {
 	"$WORKLOADS/forker" -n 10 -v 3 > "$BATS_TEST_TMPDIR/kids" &
 	P=$!
 	sleep 0.3
-	sp-capture -q --inherit -o "$S" -p "$P"
+	sp-capture -q -o "$S" -p "$P"
 	wait $P
 	late=$(tail -n 4 "$BATS_TEST_TMPDIR/kids" | grep -v =)
+	[ -n "$late" ]
 	for k in $late; do
 		[ "$(jqs "$S" "select(.t==\"fork\" and .pid==$k) | .ppid")" = "$P" ]
+		[ "$(jqs "$S" "select(.t==\"sample\" and .pid==$k) | 1" | wc -l)" -gt 0 ]
 	done
+	"$WORKLOADS/forker" -n 10 -v 3 > "$BATS_TEST_TMPDIR/kids" &
+	P=$!
+	sleep 0.3
+	sp-capture -q --no-inherit -o "$S" -p "$P"
+	wait $P
+	# The parent's own events report its forks, but nothing of the children.
+	[ "$(jqs "$S" "select(.t==\"sample\" and .pid!=$P) | 1" | wc -l)" -eq 0 ]
+	[ "$(jqs "$S" "select(.t==\"sample\" and .pid==$P) | 1" | wc -l)" -gt 0 ]
 }

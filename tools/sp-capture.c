@@ -5,6 +5,7 @@
  * sample, with the process, thread and mapping events needed to interpret
  * them later, on this host or another.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -24,6 +25,7 @@
 #include "util/alloc.h"
 #include "util/procfs.h"
 #include "util/procns.h"
+#include "util/strbuf.h"
 
 static volatile sig_atomic_t stop_signal;
 
@@ -43,10 +45,17 @@ static void on_fatal(int sig)
 static void usage(void)
 {
 	printf("Usage: %s [options] -p PID[,PID...]\n"
+	       "       %s [options] -t TID[,TID...]\n"
+	       "       %s [options] --name NAME | --pid-file FILE\n"
 	       "       %s [options] -- COMMAND [ARG...]\n"
 	       "Sample processes with perf events and write a raw stackpulse stream.\n"
 	       "\n"
-	       "  -p, --pid PID[,PID...]    attach to running processes\n"
+	       "  -p, --pid PID[,PID...]    attach to running processes (a thread id:\n"
+	       "                            its whole process)\n"
+	       "  -t, --tid TID[,TID...]    attach to exactly these threads\n"
+	       "      --name NAME           attach to every process whose command name or\n"
+	       "                            executable's name is NAME (as pgrep -x)\n"
+	       "      --pid-file FILE       attach to the process whose pid FILE holds\n"
 	       "  -o, --output FILE         write the stream to FILE (default: standard output)\n"
 	       "  -F, --frequency HZ|max    samples per second per thread (default %u);\n"
 	       "                            max: the kernel's current cap\n"
@@ -55,11 +64,12 @@ static void usage(void)
 	       "                            %u; K suffix for KiB; rounded up to a multiple of 8)\n"
 	       "      --kernel              also record kernel callchains\n"
 	       "      --inherit             follow threads and children created later\n"
-	       "                            (default with a command)\n"
-	       "      --no-inherit          do not (default with -p)\n"
+	       "                            (the default, but with -t)\n"
+	       "      --no-inherit          do not\n"
 	       "      --descendants         with -p, also attach every existing descendant\n"
 	       "      --refresh-threads MS  look for new threads of the targets every MS ms\n"
-	       "      --no-stop             do not stop a -p target while attaching\n"
+	       "      --stop                stop each target with SIGSTOP while attaching\n"
+	       "      --no-stop             do not (the default: no signal is sent)\n"
 	       "      --duration SECONDS    stop after SECONDS (a decimal number)\n"
 	       "      --poll-ms MS          drain the buffers at least every MS ms (default 100)\n"
 	       "      --mmap-pages N        ring buffer pages per CPU, a power of two\n"
@@ -76,7 +86,7 @@ static void usage(void)
 	       "The recording ends at --duration, on SIGINT, SIGTERM or SIGHUP, or when\n"
 	       "every target has exited; the stream always ends with a summary record.\n"
 	       "\n" SP_EXIT_STATUS_HELP,
-	       sp_progname, sp_progname, SP_DEFAULT_FREQUENCY, SP_DEFAULT_STACK_SIZE,
+	       sp_progname, sp_progname, sp_progname, sp_progname, SP_DEFAULT_FREQUENCY, SP_DEFAULT_STACK_SIZE,
 	       SP_MAX_STACK_SIZE);
 }
 
@@ -87,21 +97,39 @@ struct cli {
 	const char *kallsyms_out;
 	pid_t *pids;
 	size_t npids, allocpids;
+	pid_t *tids;		/* -t */
+	size_t ntids, alloctids;
+	const char *name;	/* --name */
+	const char *pid_file;
 	char **command;
 	bool quiet;
 	int inherit;	/* -1: the default for the mode */
 };
 
-static void parse_pids(struct cli *c, const char *arg)
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+static void add_id(pid_t **ids, size_t *n, size_t *alloc, pid_t id)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*ids)[i] == id)
+			return;
+	if (SP_ALLOC_GROW(*ids, *n + 1, *alloc) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	(*ids)[(*n)++] = id;
+}
+
+static void parse_ids(pid_t **ids, size_t *n, size_t *alloc, const char *arg, const char *what)
 {
 	char *copy = sp_xstrdup(arg), *save = NULL;
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
 		if (sp_parse_u64(tok, 4194304, &v) < 0 || v == 0)
-			sp_usage_error("invalid pid '%s'", tok);
-		if (SP_ALLOC_GROW(c->pids, c->npids + 1, c->allocpids) < 0)
-			sp_die(SP_EXIT_FATAL, "out of memory");
-		c->pids[c->npids++] = (pid_t)v;
+			sp_usage_error("invalid %s '%s'", what, tok);
+		add_id(ids, n, alloc, (pid_t)v);
 	}
 	free(copy);
 }
@@ -160,9 +188,13 @@ static void parse_args(struct cli *c, int argc, char **argv)
 {
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
-	       KALLSYMS_OUT, ARCHIVE };
+	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
+		{ "tid", required_argument, NULL, 't' },
+		{ "name", required_argument, NULL, NAME },
+		{ "pid-file", required_argument, NULL, PID_FILE },
+		{ "stop", no_argument, NULL, STOP },
 		{ "output", required_argument, NULL, 'o' },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "freq", required_argument, NULL, 'F' },
@@ -192,13 +224,17 @@ static void parse_args(struct cli *c, int argc, char **argv)
 
 	c->o.frequency = SP_DEFAULT_FREQUENCY;
 	c->o.stack_size = SP_DEFAULT_STACK_SIZE;
-	c->o.stop = true;
+	c->o.stop = false;
 	c->o.poll_ms = 100;
 	c->inherit = -1;
 	/* '+': options end at the first non-option, the command. */
-	while ((opt = getopt_long(argc, argv, "+p:o:F:qhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+p:t:o:F:qhV", longopts, NULL)) != -1) {
 		switch (opt) {
-		case 'p': parse_pids(c, optarg); break;
+		case 'p': parse_ids(&c->pids, &c->npids, &c->allocpids, optarg, "pid"); break;
+		case 't': parse_ids(&c->tids, &c->ntids, &c->alloctids, optarg, "tid"); break;
+		case NAME: c->name = optarg; break;
+		case PID_FILE: c->pid_file = optarg; break;
+		case STOP: c->o.stop = true; break;
 		case 'o': c->output = optarg; break;
 		case 'F':
 			c->o.frequency = parse_frequency(optarg);
@@ -255,13 +291,170 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		c->command = argv + optind;
 
 	/* How the options combine, checked in one place. */
-	if (c->npids && c->command)
-		sp_usage_error("give either -p PID or a command, not both");
-	if (!c->npids && !c->command)
-		sp_usage_error("nothing to profile: give -p PID or -- COMMAND");
-	if (c->o.descendants && !c->npids)
-		sp_usage_error("--descendants applies to -p");
-	c->o.inherit = c->inherit >= 0 ? c->inherit : c->command != NULL;
+	int modes = !!c->npids + !!c->ntids + !!c->name + !!c->pid_file;
+	if (modes && c->command)
+		sp_usage_error("give either -p PID or a command, not both (nor -t, --name "
+			       "or --pid-file with a command)");
+	if (modes > 1)
+		sp_usage_error("give one of -p PID, -t TID, --name NAME and --pid-file FILE");
+	modes += !!c->command;
+	if (modes == 0)
+		sp_usage_error("nothing to profile: give -p PID, -t TID, --name NAME, "
+			       "--pid-file FILE or -- COMMAND");
+	if (c->o.descendants && (c->ntids || c->command))
+		sp_usage_error("--descendants applies to -p, --name and --pid-file");
+	if (c->o.stop && c->command)
+		sp_usage_error("--stop applies to running processes, not to a command");
+	/* -t picks threads: the ones they create are not asked for. */
+	c->o.inherit = c->inherit >= 0 ? c->inherit : !c->ntids;
+}
+
+/* The process a thread id belongs to (/proc/TID/status), or -1. */
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	FILE *f = fopen(path, "re");
+	long v = -1;
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %ld", &v) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return v > 0 ? (pid_t)v : -1;
+}
+
+/* -p takes thread ids too: each stands for its whole process. */
+static void resolve_pids(struct cli *c)
+{
+	pid_t *ids = c->pids;
+	size_t n = c->npids;
+	c->pids = NULL;
+	c->npids = c->allocpids = 0;
+	for (size_t i = 0; i < n; i++) {
+		pid_t tgid = tgid_of(ids[i]);
+		if (tgid > 0 && tgid != ids[i])
+			sp_warn("%d is a thread of process %d: attaching the whole process",
+				(int)ids[i], (int)tgid);
+		/* One that does not exist is reported when attaching. */
+		add_id(&c->pids, &c->npids, &c->allocpids, tgid > 0 ? tgid : ids[i]);
+	}
+	free(ids);
+}
+
+/* --pid-file: the first number in FILE. */
+static void read_pid_file(struct cli *c)
+{
+	FILE *f = fopen(c->pid_file, "re");
+	if (!f)
+		sp_die(SP_EXIT_FATAL, "cannot read the pid file '%s': %s (give the file the "
+		       "service writes its pid to)", c->pid_file, strerror(errno));
+	char line[64] = "";
+	char *ok = fgets(line, sizeof(line), f);
+	fclose(f);
+	uint64_t v;
+	line[strcspn(line, " \t\r\n")] = '\0';
+	if (!ok || sp_parse_u64(line, 4194304, &v) < 0 || v == 0)
+		sp_die(SP_EXIT_FATAL, "the pid file '%s' does not hold a pid (it should begin "
+		       "with one, as a service's pid file does)", c->pid_file);
+	add_id(&c->pids, &c->npids, &c->allocpids, (pid_t)v);
+}
+
+/* A process's command name and executable's base name ("" when hidden). */
+static void proc_names(pid_t pid, char *comm, size_t ncomm, char *exe, size_t nexe)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	FILE *f = fopen(path, "re");
+	comm[0] = exe[0] = '\0';
+	if (f) {
+		if (fgets(comm, (int)ncomm, f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+	char buf[4096];
+	if (sp_proc_exe(pid, buf, sizeof(buf)) == 0) {
+		sp_path_strip_deleted(buf);
+		const char *base = strrchr(buf, '/');
+		base = base ? base + 1 : buf;
+		size_t n = strlen(base);
+		if (n >= nexe)
+			n = nexe - 1;
+		memcpy(exe, base, n);
+		exe[n] = '\0';
+	}
+}
+
+/*
+ * --name: every process but this one whose command name or executable's
+ * base name is NAME.  None: the message lists the names that come close.
+ */
+static void find_by_name(struct cli *c)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		sp_die(SP_EXIT_FATAL, "cannot list /proc: %s", strerror(errno));
+	struct sp_buf near = SP_BUF_INIT;
+	int nnear = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		pid_t pid = (pid_t)atoi(e->d_name);
+		if (pid <= 0 || pid == getpid())
+			continue;
+		char comm[64], exe[256];
+		proc_names(pid, comm, sizeof(comm), exe, sizeof(exe));
+		if (strcmp(comm, c->name) == 0 || strcmp(exe, c->name) == 0) {
+			add_id(&c->pids, &c->npids, &c->allocpids, pid);
+		} else if (nnear < 8 && (strcasestr(comm, c->name) || strcasestr(exe, c->name) ||
+					 (comm[0] && strcasestr(c->name, comm)))) {
+			sp_buf_addf(&near, "%s%s (%d)", nnear ? ", " : "",
+				       exe[0] ? exe : comm, (int)pid);
+			nnear++;
+		}
+	}
+	closedir(d);
+	if (c->npids == 0)
+		sp_die(SP_EXIT_FATAL, "no process is named '%s' (the command name or the "
+		       "executable's, exactly, as pgrep -x): %s%s", c->name,
+		       nnear ? "close are " : "none comes close; check the name with ps -e",
+		       nnear ? near.p : "");
+	sp_buf_release(&near);
+	qsort(c->pids, c->npids, sizeof(*c->pids), cmp_pid);
+	if (c->npids > 1)
+		sp_warn("%zu processes are named '%s': attaching to all of them", c->npids,
+			c->name);
+}
+
+/* -t: the threads, grouped by their process. */
+static int attach_tids(struct cli *c, struct sp_recorder *r)
+{
+	pid_t *tg = sp_xmalloc(c->ntids * sizeof(*tg));
+	for (size_t i = 0; i < c->ntids; i++)
+		if ((tg[i] = tgid_of(c->tids[i])) < 0) {
+			sp_warn("no thread %d: it does not exist or has ended (list a process's "
+				"threads with ls /proc/PID/task)", (int)c->tids[i]);
+			free(tg);
+			return -1;
+		}
+	pid_t *group = sp_xmalloc(c->ntids * sizeof(*group));
+	int rc = 0;
+	for (size_t i = 0; i < c->ntids && rc == 0; i++) {
+		size_t n = 0;
+		bool first = true;
+		for (size_t j = 0; j < c->ntids; j++) {
+			if (tg[j] != tg[i])
+				continue;
+			first = first && j >= i;
+			group[n++] = c->tids[j];
+		}
+		if (first && sp_recorder_attach_threads(r, tg[i], group, n) < 0) {
+			sp_warn("%s", sp_recorder_error(r));
+			rc = -1;
+		}
+	}
+	free(group);
+	free(tg);
+	return rc;
 }
 
 /* Copies /proc/kallsyms; warns when its addresses read as zero. */
@@ -369,6 +562,11 @@ int main(int argc, char **argv)
 	struct cli c = { 0 };
 	sp_tool_init(argv[0]);
 	parse_args(&c, argc, argv);
+	if (c.pid_file)
+		read_pid_file(&c);
+	if (c.name)
+		find_by_name(&c);
+	resolve_pids(&c);
 
 	/* Many threads need many descriptors: one per thread and CPU. */
 	struct rlimit rl;
@@ -399,7 +597,9 @@ int main(int argc, char **argv)
 	if (c.command && sp_recorder_launch(r, c.command, &child) < 0) {
 		sp_warn("%s", sp_recorder_error(r));
 		status = SP_EXIT_FATAL;
-	} else if (!c.command && attach_all(&c, r) < 0) {
+	} else if (c.ntids && attach_tids(&c, r) < 0) {
+		status = SP_EXIT_FATAL;
+	} else if (!c.command && !c.ntids && attach_all(&c, r) < 0) {
 		status = SP_EXIT_FATAL;
 	}
 	if (status == SP_EXIT_OK && sp_recorder_kernel_fell_back(r))
@@ -414,6 +614,7 @@ int main(int argc, char **argv)
 		sp_recorder_free(r);
 		sp_writer_close(w);
 		free(c.pids);
+		free(c.tids);
 		sp_archive_free(c.o.archive);
 		return status;
 	}
@@ -473,6 +674,7 @@ int main(int argc, char **argv)
 		status = SP_EXIT_FATAL;
 	}
 	free(c.pids);
+	free(c.tids);
 	sp_archive_free(c.o.archive);
 	return status;
 }

@@ -1,13 +1,14 @@
 /*
- * Targets (internal.h): attaching to running processes (stopped with
- * SIGSTOP while their events open and their state is read, unless told
- * not to), launching a command held before exec until the events are
- * open, and ending it.
+ * Targets (internal.h): attaching to running processes (events first,
+ * then their state read from /proc; stopped with SIGSTOP meanwhile only
+ * when told to), launching a command held before exec until the events
+ * are open, and ending it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 
 #include "capture/internal.h"
 #include "util/alloc.h"
+#include "util/hashmap.h"
 
 #define MAX_STOPPED 4096
 
@@ -82,18 +84,108 @@ static void proc_start(struct sp_recorder *r, pid_t pid, uint64_t start_key, uid
 	}
 }
 
-int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
+static bool has_event(const struct sp_recorder *r, pid_t tid)
+{
+	for (size_t j = 0; j < r->nevents; j++)
+		if (r->events[j].tid == tid)
+			return true;
+	return false;
+}
+
+/*
+ * Opens events on the threads of pid, each enabled as soon as it is in
+ * its ring, and notes in *opened the threads given events.  The task
+ * list is read again until it shows no thread without events: a thread
+ * born between a listing and its creator's events is found by the next
+ * one.  With inherit, a thread born after its creator's events opened
+ * has inherited them, and the kernel's fork record (drained into the
+ * queue, not written) says so: it gets none of its own, which would
+ * sample it twice.  Returns 0, 1 when pid has gone, or -1.
+ */
+static int open_process(struct sp_recorder *r, pid_t pid, pid_t **opened, size_t *nopened)
+{
+	size_t alloc = 0;
+	for (int round = 0; round < 100; round++) {
+		pid_t *tids;
+		size_t n, fresh = 0;
+		if (sp_proc_tasks(pid, &tids, &n) < 0)
+			return errno == ENOENT ? 1 :
+				sp_error_errno(&r->err, "cannot list the threads of %d", (int)pid);
+		for (size_t i = 0; i < n; i++) {
+			if (has_event(r, tids[i]) ||
+			    (r->o.inherit && round > 0 && sp_u64map_get(&r->tids, (uint64_t)tids[i])))
+				continue;
+			int k = sp_rec_open_thread(r, pid, tids[i], false);
+			if (k == 1 && tids[i] == pid) {
+				free(tids);
+				return 1;
+			}
+			if (k == 1)
+				continue;	/* it ended meanwhile */
+			if (k < 0 || SP_ALLOC_GROW(*opened, *nopened + 1, alloc) < 0) {
+				free(tids);
+				return k < 0 ? -1 : sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
+			}
+			(*opened)[(*nopened)++] = tids[i];
+			sp_rec_tid_note(r, tids[i]);
+			fresh++;
+		}
+		free(tids);
+		if (fresh == 0)
+			return 0;
+		if (r->o.inherit && sp_rec_drain(r, 0) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Opens events on exactly the threads given: 0, 1 when one has gone, or -1. */
+static int open_listed(struct sp_recorder *r, pid_t pid, const pid_t *only, size_t nonly,
+		       pid_t **opened, size_t *nopened)
+{
+	*opened = malloc((nonly ? nonly : 1) * sizeof(**opened));
+	if (!*opened)
+		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
+	for (size_t i = 0; i < nonly; i++) {
+		if (has_event(r, only[i]))
+			continue;
+		int k = sp_rec_open_thread(r, pid, only[i], false);
+		if (k != 0) {
+			if (k > 0)
+				sp_error_set(&r->err, SP_ERR_NOT_FOUND,
+					     "thread %d of process %d exited while attaching; "
+					     "give the threads that run now (ls /proc/%d/task)",
+					     (int)only[i], (int)pid, (int)pid);
+			return -1;
+		}
+		(*opened)[(*nopened)++] = only[i];
+		sp_rec_tid_note(r, only[i]);
+	}
+	return 0;
+}
+
+/*
+ * Attaches to pid (to the threads in only[], when nonly > 0).  The events
+ * are enabled first and /proc is read after, every record read from it
+ * stamped with a time taken before the first event opened: a record the
+ * kernel writes about the process from then on sorts after what /proc
+ * said and so overrides it, and nothing that happens while attaching
+ * falls between the two.
+ */
+static int attach(struct sp_recorder *r, pid_t pid, const pid_t *only, size_t nonly)
 {
 	struct sp_proc_stat st;
 	if (sp_proc_stat(pid, &st) < 0)
-		return sp_error_set(&r->err, SP_ERR_NOT_FOUND, "no process with pid %d", (int)pid);
+		return sp_error_set(&r->err, SP_ERR_NOT_FOUND,
+				    "no process with pid %d: it does not exist or has ended "
+				    "(check the pid with ps, or attach by --name)", (int)pid);
 	bool stopped_by_us = false;
 	if (r->o.stop && st.state != 'T' && st.state != 't') {
 		if (kill(pid, SIGSTOP) < 0) {
 			int e = errno;
 			sp_error_set(&r->err, SP_ERR_PERMISSION,
 				     "cannot stop process %d while attaching: %s "
-				     "(profile a process you own, or use --no-stop)",
+				     "(profile a process you own, or drop --stop)",
 				     (int)pid, strerror(e));
 			r->err.errnum = e;
 			return -1;
@@ -104,19 +196,29 @@ int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 	}
 	size_t first_event = r->nevents;
 	uint64_t t = sp_rec_now_ns();
-	size_t first_q = r->nq;
-	sp_rec_synth_process(r, pid, &st, t);
-	int rc = sp_rec_open_threads(r, pid, t, true);
+	pid_t *tids = NULL;
+	size_t ntids = 0;
+	int rc = nonly ? open_listed(r, pid, only, nonly, &tids, &ntids) :
+			 open_process(r, pid, &tids, &ntids);
+	/* What /proc says now, after the events are on. */
+	if (rc == 0 && sp_proc_stat(pid, &st) < 0)
+		rc = 1;
 	if (rc != 0) {
 		if (rc > 0)
-			sp_error_set(&r->err, SP_ERR_NOT_FOUND, "process %d exited while attaching",
+			sp_error_set(&r->err, SP_ERR_NOT_FOUND,
+				     "process %d exited while attaching; nothing left to profile "
+				     "(attach while it runs, or launch it: sp-capture -- COMMAND)",
 				     (int)pid);
 		sp_rec_close_events(r, first_event);
-		r->nq = first_q;	/* drop what was queued for it */
+		free(tids);
 		if (stopped_by_us)
 			stopped_continue(pid);
 		return -1;
 	}
+	sp_rec_synth_process(r, pid, &st, t);
+	for (size_t i = 0; i < ntids; i++)
+		sp_rec_synth_thread(r, pid, tids[i], t);
+	free(tids);
 	proc_start(r, pid, st.start_ns, st.uid);
 	const char *via = sp_rec_synth_maps(r, pid, t);
 	/* The marker follows the maps it was judged from. */
@@ -124,10 +226,25 @@ int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 	if (p)
 		p->cpython = via != NULL;
 	sp_rec_queue_runtime(r, pid, t, via != NULL, via ? via : "none");
-	sp_rec_enable_events(r, first_event);
 	if (stopped_by_us)
 		stopped_continue(pid);
 	return add_target(r, pid, false);
+}
+
+int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
+{
+	return attach(r, pid, NULL, 0);
+}
+
+int sp_recorder_attach_threads(struct sp_recorder *r, pid_t pid, const pid_t *tids, size_t n)
+{
+	if (SP_ALLOC_GROW(r->only_tids, r->nonly_tids + n, r->alloconly_tids) < 0)
+		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
+	if (attach(r, pid, tids, n) < 0)
+		return -1;
+	memcpy(r->only_tids + r->nonly_tids, tids, n * sizeof(*tids));
+	r->nonly_tids += n;
+	return 0;
 }
 
 int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child)

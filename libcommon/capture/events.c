@@ -126,6 +126,9 @@ int sp_rec_open_thread(struct sp_recorder *r, pid_t pid, pid_t tid, bool on_exec
 			close((int)fd);
 			return -1;
 		}
+		/* On as soon as its samples have a ring to go to. */
+		if (!on_exec)
+			ioctl((int)fd, PERF_EVENT_IOC_ENABLE, 0);
 	}
 	return 0;
 }

@@ -12,8 +12,9 @@
  *   synthetic.c  records synthesized from /proc at attach, the build-id
  *                cache, and the records both paths write (map, runtime,
  *                archive)
- *   attach.c     attaching to processes, launching a command, SIGSTOP
- *                and SIGCONT of targets, reaping the command
+ *   attach.c     attaching to processes (events on, then /proc read),
+ *                launching a command, SIGSTOP and SIGCONT of targets
+ *                with --stop, reaping the command
  *   recorder.c   the handle: new, free, start (header), poll, finish
  *                (summary)
  *   vdso.c       the vDSO's image, read from the process, for the stream
@@ -169,6 +170,8 @@ struct sp_recorder {
 
 	struct sp_rec_target *targets;
 	size_t ntargets, alloctargets;
+	pid_t *only_tids;		/* -t: the threads given, for the header */
+	size_t nonly_tids, alloconly_tids;
 
 	/* The launched command. */
 	pid_t child;
@@ -214,7 +217,10 @@ bool sp_rec_tid_note(struct sp_recorder *r, pid_t tid);
 
 /* events.c */
 
-/* Opens tid's events on every CPU: 0, 1 when the thread has gone, or -1. */
+/*
+ * Opens tid's events on every CPU: 0, 1 when the thread has gone, or -1.
+ * Each is enabled once in its ring; with on_exec, at the thread's exec.
+ */
 int sp_rec_open_thread(struct sp_recorder *r, pid_t pid, pid_t tid, bool on_exec);
 /* The same for every thread of pid without events: 0, 1 when pid has gone, or -1. */
 int sp_rec_open_threads(struct sp_recorder *r, pid_t pid, uint64_t time, bool synth);

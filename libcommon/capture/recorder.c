@@ -125,6 +125,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	sp_u64map_release(&r->tids, NULL);
 	sp_ustack_cache_release(&r->ustacks);
 	free(r->targets);
+	free(r->only_tids);
 	sp_hashmap_release(&r->bids, free_bid);
 	free(r->images);
 	sp_rec_jitdump_release(r);
@@ -181,6 +182,12 @@ static void pack_options(struct sp_recorder *r, struct sp_mapw *h)
 		msgpack_pack_array(pk, r->ntargets);
 		for (size_t i = 0; i < r->ntargets; i++)
 			msgpack_pack_uint64(pk, (uint64_t)r->targets[i].pid);
+		if (r->nonly_tids) {
+			pk = sp_mapw_key(&m, "tids");
+			msgpack_pack_array(pk, r->nonly_tids);
+			for (size_t i = 0; i < r->nonly_tids; i++)
+				msgpack_pack_uint64(pk, (uint64_t)r->only_tids[i]);
+		}
 	} else {
 		size_t n = 0;
 		while (r->command[n])
@@ -355,6 +362,8 @@ int sp_recorder_finish(struct sp_recorder *r)
 	if (sp_rec_drain(r, UINT64_MAX) < 0)
 		return -1;
 	sp_rec_read_format_lost(r);
+	/* Detached here: the targets run on with no event of ours left. */
+	sp_rec_close_events(r, 0);
 	sp_rec_end_command(r);
 	uint64_t end = sp_rec_now_ns();
 	sp_rec_jitdump_read(r, end, true);

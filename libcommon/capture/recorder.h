@@ -31,7 +31,7 @@ struct sp_recorder_options {
 	uint32_t stack_size;		/* bytes; a multiple of 8 */
 	bool kernel;			/* kernel callchains */
 	bool inherit;			/* follow new threads and children */
-	bool stop;			/* SIGSTOP a -p target while attaching */
+	bool stop;			/* SIGSTOP a -p target while attaching (--stop) */
 	unsigned mmap_pages;		/* ring pages per CPU; 0: sized for the stack */
 	int poll_ms;
 	bool has_start_timestamp, has_sample_interval;
@@ -67,12 +67,18 @@ void sp_recorder_free(struct sp_recorder *r);
 const char *sp_recorder_error(const struct sp_recorder *r);
 
 /*
- * Attaches to a running process: stops it (unless opts.stop is false or
- * it was already stopped), opens events for each of its threads, reads
- * its state from /proc, enables the events and continues it.
- * Returns 0, or -1 (the process is left running as it was).
+ * Attaches to a running process (pid is a TGID): opens and enables
+ * events on each of its threads, then reads its state from /proc,
+ * stamped before the events began, so that what the kernel reports from
+ * then on overrides it.  No signal is sent unless opts.stop is set: the
+ * process is then stopped meanwhile (unless it was already) and
+ * continued.  Returns 0, or -1 (the process is left running as it was,
+ * with no event of ours).
  */
 int sp_recorder_attach(struct sp_recorder *r, pid_t pid);
+
+/* The same for exactly the threads tids[0..n) of process pid (as perf -t). */
+int sp_recorder_attach_threads(struct sp_recorder *r, pid_t pid, const pid_t *tids, size_t n);
 
 /*
  * Starts argv[0] (searched in PATH) as a child held before exec; events

@@ -362,6 +362,9 @@ int sp_rec_drain(struct sp_recorder *r, uint64_t limit)
 	for (int ci = 0; ci < r->ncpus; ci++)
 		if (r->rings[ci].fd >= 0)
 			drain_ring(r, &r->rings[ci]);
+	/* While attaching, before the header: queued only (attach.c). */
+	if (!r->started)
+		return 0;
 	if (sp_rec_q_flush(r, limit) < 0)
 		return -1;
 	if (sp_writer_flush(r->w) < 0)
