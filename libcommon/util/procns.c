@@ -11,31 +11,47 @@
 
 #include "util/procns.h"
 
-/* The last number of the NSpid: line of /proc/PID/status; 0 when one number or none. */
+uint32_t sp_proc_status_nspid(const char *text, size_t len)
+{
+	const char *p = text, *end = text + len;
+	/* The line that starts with the key; a process's name cannot forge one. */
+	while (p < end && !(end - p >= 6 && memcmp(p, "NSpid:", 6) == 0)) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		p = nl ? nl + 1 : end;
+	}
+	if (p >= end)
+		return 0;
+	uint64_t last = 0, v;
+	int n = 0;
+	for (p += 6; p < end && *p != '\n';) {
+		if (*p == ' ' || *p == '\t') {
+			p++;
+			continue;
+		}
+		if (*p < '0' || *p > '9')
+			return 0;
+		for (v = 0; p < end && *p >= '0' && *p <= '9'; p++)
+			if ((v = v * 10 + (uint64_t)(*p - '0')) > UINT32_MAX)
+				return 0;
+		last = v;
+		n++;
+	}
+	return n > 1 ? (uint32_t)last : 0;
+}
+
 static uint32_t nspid_of(pid_t pid)
 {
-	char path[64], line[256];
+	char path[64], buf[8192];
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "re");
-	uint32_t last = 0;
-	int n = 0;
-	while (f && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "NSpid:", 6) != 0)
-			continue;
-		char *p = line + 6, *end;
-		for (;;) {
-			unsigned long v = strtoul(p, &end, 10);
-			if (end == p)
-				break;
-			last = (uint32_t)v;
-			n++;
-			p = end;
-		}
-		break;
-	}
-	if (f)
-		fclose(f);
-	return n > 1 ? last : 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t got = 0;
+	ssize_t k;
+	while (got < sizeof(buf) && (k = read(fd, buf + got, sizeof(buf) - got)) > 0)
+		got += (size_t)k;
+	close(fd);
+	return sp_proc_status_nspid(buf, got);
 }
 
 int sp_proc_ns_get(pid_t pid, struct sp_proc_ns *ns)

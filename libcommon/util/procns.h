@@ -26,6 +26,14 @@ struct sp_proc_ns {
 };
 
 /*
+ * The pid in its own PID namespace from the text of /proc/PID/status
+ * (len bytes, no NUL needed): the last number of the NSpid: line, when it
+ * has more than one (the process is in a PID namespace below ours); else
+ * 0, also for a number that does not fit 32 bits.
+ */
+uint32_t sp_proc_status_nspid(const char *text, size_t len);
+
+/*
  * Fills ns for pid.  Returns 0, or -1 with errno set when /proc/PID/ns/mnt
  * cannot be read (EACCES: no permission to look into the process; ns is
  * then zero, as for a process of our own namespaces).
