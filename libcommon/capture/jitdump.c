@@ -29,6 +29,7 @@
 #include "stream/jitdump.h"
 #include "stream/records.h"
 #include "util/alloc.h"
+#include "util/procns.h"
 
 /* The data of a record: room is left for its keys and path within the 1 MiB a record may take. */
 #define SP_REC_JIT_CHUNK ((1u << 20) - 8192)
@@ -78,10 +79,8 @@ static int open_jitdump(struct sp_recorder *r, pid_t pid, uint64_t start, uint64
 	snprintf(p, sizeof(p), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, start,
 		 start + len);
 	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, path);
-		fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-	}
+	if (fd < 0)	/* resolved inside its root: a container's links stay in it */
+		fd = sp_proc_open_in_root(pid, path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return -1;
 	const struct sp_rec_proc *pr = sp_rec_proc_get(r, pid, false);
