@@ -12,6 +12,12 @@ bench_maps() {
 		/tmp/perf-*.map 2>/dev/null | sort
 }
 
+# bench_workloads: the pids of the workloads of figure 9 that are running:
+# only the benchmark runs spin and manythreads with these arguments.
+bench_workloads() {
+	pgrep -f -- "workloads/(spin -t 1|manythreads -n 500) 600\$"
+}
+
 @test "scripts/bench --quick prints every figure with its target" {
 	local before
 	before=$(bench_maps)
@@ -26,7 +32,8 @@ bench_maps() {
 		   "4a sp-unwind" "4c sp-unwind | sp-symbolize | sp-fold" "4d sp-fold" \
 		   "5  peak RSS" "6  stack completeness" "sp-flame 100k lines" \
 		   "8  runtimes" "8a C: spin" "8b C in a SIGPROF handler" "8c Node" \
-		   "8d Java" "8e CPython" "8f Go"; do
+		   "8d Java" "8e CPython" "8f Go" "9  attaching" "9a 50 processes" \
+		   "9b one process of 500 threads"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -42,9 +49,32 @@ bench_maps() {
 	[ "$rows" -eq 6 ]
 	grep -A 3 '^8a C: spin' <<< "$out" | grep -qE '^   engines agree \(frames, both complete\) +[0-9.]+%'
 	grep -A 3 '^8b C in a SIGPROF' <<< "$out" | grep -qE '^   complete stacks, --engine=libunwind +[0-9.]+%'
+	check_attach_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
 	run -0 comm -13 <(echo "$before") <(bench_maps)
 	[ -z "$output" ]
+}
+
+# check_attach_rows OUTPUT: figure 9 has, for each of its two workloads,
+# the attach time and the lost samples judged against their targets, the
+# targets known with sp-capture's count, and the first-sample and
+# samples rows with figures of ours.
+check_attach_rows() {
+	local -
+	set -o pipefail
+	local rows
+	rows=$(grep -cE '^   attach: wall time of a 0.05 s recording +[0-9.]+s .*< 1 s +(met|not met)' <<< "$1")
+	[ "$rows" -eq 2 ]
+	rows=$(grep -cE '^   lost samples, 999 Hz +[0-9]+ .*ours 0 +(met|not met)' <<< "$1")
+	[ "$rows" -eq 2 ]
+	grep -A 8 '^9a 50 processes' <<< "$1" |
+		grep -qE '^   processes attached +50 .*all 50 +met'
+	grep -A 8 '^9b one process of 500 threads' <<< "$1" |
+		grep -qE '^   threads attached \(with the main one\) +501 .*all 501 +met'
+	rows=$(grep -cE '^   start to first sample of the last (process|thread) +[0-9.]+s' <<< "$1")
+	[ "$rows" -eq 2 ]
+	rows=$(grep -cE '^   (processes|threads) with samples, [0-9.]+ s at 999 Hz +[1-9][0-9]* ' <<< "$1")
+	[ "$rows" -eq 2 ]
 }
 
 @test "scripts/bench --only: a figure alone, and a figure it does not know" {
@@ -54,4 +84,32 @@ bench_maps() {
 	run -0 env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only flame
 	[[ "$output" == *"sp-flame 100k lines: seconds"* ]]
 	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 )' <<< "$output"
+}
+
+@test "scripts/bench --only attach: figure 9 alone, its workloads gone after" {
+	run -0 env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only attach
+	echo "$output"
+	check_attach_rows "$output"
+	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 )' <<< "$output"
+	# Every workload the figure started was killed.
+	run -1 bench_workloads
+}
+
+@test "scripts/bench --only attach: interrupted, it kills the workloads it started" {
+	env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only attach \
+		>"$BATS_TEST_TMPDIR/out" 2>&1 &
+	local pid=$! i n=0
+	# Until the 50 processes of 9a run (or it ended, which fails here).
+	for ((i = 0; i < 600; i++)); do
+		n=$(bench_workloads | wc -l)
+		[ "$n" -lt 50 ] || break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ "$n" -eq 50 ]
+	local rc=0
+	kill -TERM "$pid"
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 143 ]
+	run -1 bench_workloads
 }
