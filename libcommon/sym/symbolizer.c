@@ -121,8 +121,10 @@ struct sp_symbolizer {
 	size_t nkept, allockept, nstale, nextstale, kept_frames;
 	struct sp_u64map jit_pids;	/* processes that announced a jitdump file */
 	/*
-	 * By hash of a file's path: its latest mapping (struct
+	 * By a file's path (lastmap_key): its latest mapping (struct
 	 * sp_modfile_proc), where a stream of this boot may still find it.
+	 * Keys that collide cost a candidate, never a wrong file: the
+	 * identity is checked.
 	 */
 	struct sp_u64map lastmaps;
 	bool jit_renamed;		/* a jitdump record changed names since the last hand-back */
@@ -340,12 +342,18 @@ static int debuginfod_find(struct modsym *m, char *found, size_t foundlen)
 	return fd < 0 ? -1 : fd;
 }
 
+/* The key of a path in lastmaps: its hash and its length. */
+static uint64_t lastmap_key(const char *path, size_t len)
+{
+	return (uint64_t)sp_hash_bytes(path, len) << 32 | (uint32_t)len;
+}
+
 /* The symbolizer of the file of a module at path with identity bid. */
 static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, const void *bid,
 				 size_t bidlen, bool content)
 {
 	const struct sp_modfile_proc *live = sym->this_boot ?
-		sp_u64map_get(&sym->lastmaps, sp_hash_str(path)) : NULL;
+		sp_u64map_get(&sym->lastmaps, lastmap_key(path, strlen(path))) : NULL;
 	struct modsym key = { .path = (char *)path };
 	key.bidlen = (int)(bidlen > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : bidlen);
 	if (key.bidlen)
@@ -555,7 +563,7 @@ static int note_lastmap(struct sp_symbolizer *sym, const struct sp_record *rec)
 		return 0;
 	memcpy(path, p, pl);
 	path[pl] = '\0';
-	uint64_t key = sp_hash_str(path);
+	uint64_t key = lastmap_key(path, pl);
 	struct sp_modfile_proc *l = sp_u64map_get(&sym->lastmaps, key);
 	if (!l) {
 		if (!(l = malloc(sizeof(*l))))
