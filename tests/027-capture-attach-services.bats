@@ -51,6 +51,27 @@ perf_fds() {
 	[ "$(jqs "$S" 'select(.t=="header") | .options.pids')" = "[$P]" ]
 	[ "$(summary "$S" error_stats | jq '.[] | select(.kind=="unknown_process") | .count')" -eq 0 ]
 	[ "$(summary "$S" samples)" -gt 300 ]
+	# What /proc said is stamped before the events began: every sample
+	# comes after it, and the spinning process mapped nothing later.
+	t0=$(jqs "$S" 'select(.t=="process") | .time')
+	[ "$(jqs "$S" "select(.t==\"sample\" and .time <= $t0) | 1" | wc -l)" -eq 0 ]
+	[ "$(jqs "$S" "select(.t==\"map\" and .time != $t0) | 1" | wc -l)" -eq 0 ]
+	[ "$(jqs "$S" "select(.t==\"map\" and .time == $t0) | 1" | wc -l)" -gt 3 ]
+}
+
+@test "an exec after attach: the kernel's records come after what /proc said, and win" {
+	"$WORKLOADS/execer" 3 3 > /dev/null &
+	P=$!
+	PIDS+=("$P")
+	sleep 0.2
+	sp-capture -q -o "$S" -p "$P"
+	wait "$P"
+	t0=$(jqs "$S" 'select(.t=="process") | .time')
+	# Three execs after the attach, each followed by the new image's map.
+	run jqs "$S" 'select(.t=="exec" or (.t=="map" and (.path | endswith("/execer")))) | .t'
+	[ "$(echo "$output" | tr -d '"\n' | sed 's/execmap/X/g')" = mapXXX ]
+	[ "$(jqs "$S" "select(.t==\"exec\" and .time > $t0) | 1" | wc -l)" -eq 3 ]
+	[ "$(summary "$S" error_stats | jq '.[] | select(.kind=="unknown_process") | .count')" -eq 0 ]
 }
 
 @test "-t profiles exactly the threads given, under their process's pid" {
