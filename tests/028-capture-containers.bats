@@ -155,6 +155,15 @@ deep_ratio() {
 	[[ "${lines[0]}" == "sp-capture: cannot read the files of process $C in its own mount namespace: '/proc/$C/root$BOX/deep': Permission denied (run sp-capture as root, or give it CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)" ]]
 	# Counted in the stream, too.
 	[ "$(sp-cat -t summary "$D/rec.sps" | jq '.error_stats[] | select(.kind=="build_id_unreadable") | .count')" -ge 1 ]
+	# Recorded by root, symbolized by a user who may not look into the root.
+	sp-capture -q -p "$C" --duration 0.5 -o "$D/root.sps"
+	chmod 644 "$D/root.sps"
+	run -0 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		--inh-caps=+sys_ptrace --ambient-caps=+sys_ptrace \
+		bash -c 'set -o pipefail; sp-unwind "$1" | sp-symbolize --kallsyms none > "$2"' \
+		sh "$D/root.sps" "$D/sym.sps"
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "${lines[0]}" == "sp-symbolize: cannot read '$BOX/deep' as process $C maps it (/proc/$C/root, map_files): Permission denied (run sp-symbolize as root, or give it CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)" ]]
 	rm -rf "$D"
 }
 

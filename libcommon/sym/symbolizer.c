@@ -1,5 +1,6 @@
 /* Naming the frames of an unwound stream (see symbolizer.h). */
 #include <elfutils/debuginfod.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,7 @@ struct sp_symbolizer {
 	 * identity is checked.
 	 */
 	struct sp_u64map lastmaps;
+	bool proc_denied_said;		/* the message on reading them was given */
 	bool jit_renamed;		/* a jitdump record changed names since the last hand-back */
 	unsigned char *unnamed;		/* by frame id: a JIT frame left unnamed */
 	size_t nunnamed, allocunnamed;
@@ -376,6 +378,13 @@ static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, co
 	char found[4096];
 	int fd = sp_modfile_open_proc(&sym->modules_search, path, m->bid, m->bidlen, content,
 				      live, found, sizeof(found), &m->mismatch);
+	if (fd < 0 && live && (errno == EACCES || errno == EPERM) && !sym->proc_denied_said) {
+		/* Once: the same want of privilege hides every such file. */
+		sym->proc_denied_said = true;
+		warnf(sym, "cannot read '%s' as process %u maps it (/proc/%u/root, map_files): "
+		      "%s (run sp-symbolize as root, or give it CAP_SYS_PTRACE and "
+		      "CAP_DAC_READ_SEARCH)", path, live->pid, live->pid, strerror(errno));
+	}
 	if (fd < 0 && sym->s->debuginfod && !content && m->bidlen > 0)
 		fd = debuginfod_find(m, found, sizeof(found));
 	if (fd >= 0)

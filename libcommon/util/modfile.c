@@ -1,5 +1,6 @@
 /* Finding module files (see modfile.h). */
 #include <elf.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/auxv.h>
 #include <sys/stat.h>
@@ -133,6 +134,7 @@ int sp_modfile_open_proc(const struct sp_modfile_search *s, const char *path,
 	    path[0] != '/')
 		return fd;
 	/* The pid may have been reused since: the identity decides. */
+	int denied = 0;
 	for (int c = proc->end ? 0 : 1; c < 2; c++) {
 		char cand[4200];
 		if (c == 0) {
@@ -143,6 +145,8 @@ int sp_modfile_open_proc(const struct sp_modfile_search *s, const char *path,
 			snprintf(cand, sizeof(cand), "/proc/%u/root%s", proc->pid, path);
 			fd = sp_proc_open_in_root((pid_t)proc->pid, path, O_RDONLY | O_NONBLOCK);
 		}
+		if (fd < 0 && (errno == EACCES || errno == EPERM))
+			denied = errno;
 		if (fd < 0)
 			continue;
 		if (identity_is(fd, bid, bidlen, content, mismatch)) {
@@ -151,5 +155,6 @@ int sp_modfile_open_proc(const struct sp_modfile_search *s, const char *path,
 		}
 		close(fd);
 	}
+	errno = denied ? denied : ENOENT;
 	return -1;
 }

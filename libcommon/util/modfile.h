@@ -69,7 +69,10 @@ struct sp_modfile_proc {
  * START-END, then PATH inside /proc/PID/root (a process in a container
  * maps files that only its own mount namespace has).  These candidates,
  * too, are used only when their identity is the recorded one.  proc may be
- * NULL: then this is sp_modfile_open().
+ * NULL: then this is sp_modfile_open().  When it returns -1, errno is
+ * EACCES or EPERM if one of the process's candidates could not be opened
+ * for lack of permission (a container's root needs ptrace access and
+ * search rights to its directories; map_files needs CAP_SYS_ADMIN).
  */
 int sp_modfile_open_proc(const struct sp_modfile_search *s, const char *path,
 			 const unsigned char *bid, int bidlen, bool content,
