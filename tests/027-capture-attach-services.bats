@@ -151,6 +151,29 @@ blocked_run() {
 	[ "${n%% *}" -gt 0 ]
 }
 
+@test "threads born while attaching are sampled once: none gets a second set of events" {
+	local fifo=$BATS_TEST_TMPDIR/in w
+	mkfifo "$fifo"
+	exec {w}<>"$fifo"
+	"$WORKLOADS/blocked" -p -c < "$fifo" > "$BATS_TEST_TMPDIR/out" &
+	b=$!
+	PIDS+=("$b")
+	for _ in $(seq 100); do [ -s "$BATS_TEST_TMPDIR/out" ] && break; sleep 0.05; done
+	# Each churning thread spins 30 ms of its CPU time: some 30 samples
+	# at -F 999, 60 if it had two sets of events.
+	for i in $(seq 20); do
+		sp-capture -q -F 999 -o "$S" -p "$b" --duration 0.3
+		jqs "$S" 'select(.t=="sample") | .tid' | sort | uniq -c
+	done > "$BATS_TEST_TMPDIR/per-tid"
+	printf x >&"$w"
+	wait "$b"
+	# Counts per recording and thread: the churning threads were sampled...
+	[ "$(awk '$1 >= 10' "$BATS_TEST_TMPDIR/per-tid" | wc -l)" -gt 5 ]
+	# ...but none twice over.
+	awk '$1 > 45' "$BATS_TEST_TMPDIR/per-tid" > "$BATS_TEST_TMPDIR/twice"
+	[ ! -s "$BATS_TEST_TMPDIR/twice" ]
+}
+
 @test "--pid-file and --name attach to the processes they name" {
 	n=spsvc$RANDOM
 	cp "$WORKLOADS/spin" "$BATS_TEST_TMPDIR/$n"

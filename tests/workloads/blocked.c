@@ -9,10 +9,15 @@
  *
  *   tick_thread -> blocked_tick
  *
+ * With -c, one more thread churns: it keeps CHURN_ALIVE threads that each
+ * spin for 30 ms of their own CPU time in churn_spin and end, starting
+ * another whenever one has ended, so threads are born all the time (as
+ * while a profiler attaches); each has at most some 30 ms of samples.
+ *
  * A byte (or the end) on standard input ends it; it prints
  * "eintr=N signals=M": the waits interrupted and the signals handled.
  *
- *   blocked [-p]
+ *   blocked [-p] [-c]
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -33,11 +38,14 @@
 #define TICK_NS 10000000L
 
 static const char *progname = "blocked";
-#define SYNOPSIS "[-p]"
+#define SYNOPSIS "[-p] [-c]"
 
 #include "workload.h"
 
+#define CHURN_ALIVE 8
+
 static unsigned long eintr, signals;
+static int churn_alive;
 static int done_fd = -1;	/* an eventfd: the reader has its byte */
 static volatile int done;
 
@@ -50,6 +58,8 @@ static void usage(void)
 	       "and how many signals were handled (signals=M).\n"
 	       "\n"
 	       "  -p  print the pid on standard output once everything waits\n"
+	       "  -c  also start threads that each spin 30 ms of CPU and end, one\n"
+	       "      after the other\n"
 	       "  -h  show this help\n");
 }
 
@@ -116,13 +126,57 @@ static void *tick_thread(void *arg)
 	return NULL;
 }
 
+STACK_FN static double churn_spin(double x)
+{
+	double end = clock_seconds(CLOCK_THREAD_CPUTIME_ID) + 0.03;
+	while (clock_seconds(CLOCK_THREAD_CPUTIME_ID) < end)
+		for (int i = 0; i < 1000; i++)
+			x = x * 1.0000001 + 0.5;
+	return x;
+}
+
+static void *churn_one(void *arg)
+{
+	volatile double x = churn_spin(1);
+	(void)x;
+	(void)arg;
+	__atomic_sub_fetch(&churn_alive, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+static void *churn_thread(void *arg)
+{
+	pthread_attr_t attr;
+	(void)arg;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	while (!done) {
+		pthread_t t;
+		if (__atomic_load_n(&churn_alive, __ATOMIC_RELAXED) < CHURN_ALIVE) {
+			__atomic_add_fetch(&churn_alive, 1, __ATOMIC_RELAXED);
+			if (pthread_create(&t, &attr, churn_one, NULL) != 0)
+				break;
+			continue;
+		}
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	/* The last ones end before the process does. */
+	while (__atomic_load_n(&churn_alive, __ATOMIC_RELAXED) > 0) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	int c;
-	int print_pid = 0;
-	while ((c = getopt(argc, argv, ":ph")) != -1) {
+	int print_pid = 0, churn = 0;
+	while ((c = getopt(argc, argv, ":pch")) != -1) {
 		switch (c) {
 		case 'p': print_pid = 1; break;
+		case 'c': churn = 1; break;
 		case 'h': usage(); return 0;
 		default: option_error(c);
 		}
@@ -143,10 +197,12 @@ int main(int argc, char **argv)
 		perror("blocked: eventfd");
 		return 1;
 	}
-	pthread_t rd, ep, tk;
+	pthread_t rd, ep, tk, ch;
 	pthread_create(&rd, NULL, reader_thread, NULL);
 	pthread_create(&ep, NULL, epoll_thread, NULL);
 	pthread_create(&tk, NULL, tick_thread, NULL);
+	if (churn)
+		pthread_create(&ch, NULL, churn_thread, NULL);
 	/* The signals go to the waiting threads, not to pthread_join. */
 	sigset_t set;
 	sigemptyset(&set);
@@ -161,6 +217,8 @@ int main(int argc, char **argv)
 	pthread_join(ep, NULL);
 	done = 1;
 	pthread_join(tk, NULL);
+	if (churn)
+		pthread_join(ch, NULL);
 	printf("eintr=%lu signals=%lu\n", eintr, signals);
 	return 0;
 }
