@@ -98,9 +98,13 @@ static bool has_event(const struct sp_recorder *r, pid_t tid)
  * list is read again until it shows no thread without events: a thread
  * born between a listing and its creator's events is found by the next
  * one.  With inherit, a thread born after its creator's events opened
- * has inherited them, and the kernel's fork record (drained into the
- * queue, not written) says so: it gets none of its own, which would
- * sample it twice.  Returns 0, 1 when pid has gone, or -1.
+ * has inherited them, and the kernel's fork record says so: the rings
+ * are drained into the queue (not written) after each listing, and a
+ * listed thread whose fork is there gets no events of its own, which
+ * would sample it twice.  (The kernel lists a new thread a moment
+ * before it writes the fork record, before the thread first runs: one
+ * born in that moment is still opened twice.)  Returns 0, 1 when pid
+ * has gone, or -1.
  */
 static int open_process(struct sp_recorder *r, pid_t pid, pid_t **opened, size_t *nopened)
 {
@@ -111,6 +115,10 @@ static int open_process(struct sp_recorder *r, pid_t pid, pid_t **opened, size_t
 		if (sp_proc_tasks(pid, &tids, &n) < 0)
 			return errno == ENOENT ? 1 :
 				sp_error_errno(&r->err, "cannot list the threads of %d", (int)pid);
+		if (r->o.inherit && round > 0 && sp_rec_drain(r, 0) < 0) {
+			free(tids);
+			return -1;
+		}
 		for (size_t i = 0; i < n; i++) {
 			if (has_event(r, tids[i]) ||
 			    (r->o.inherit && round > 0 && sp_u64map_get(&r->tids, (uint64_t)tids[i])))
@@ -133,8 +141,6 @@ static int open_process(struct sp_recorder *r, pid_t pid, pid_t **opened, size_t
 		free(tids);
 		if (fresh == 0)
 			return 0;
-		if (r->o.inherit && sp_rec_drain(r, 0) < 0)
-			return -1;
 	}
 	return 0;
 }
