@@ -231,6 +231,7 @@ blocked_run() {
 	# A zombie has exited but is still listed: it ends while attaching.
 	sh -c 'sleep 0 & exec sleep 30' &
 	P=$!
+	disown
 	PIDS+=("$P")
 	for _ in $(seq 100); do
 		z=$(pgrep -P "$P" || true)
