@@ -1,7 +1,9 @@
 /*
  * fuzz-procstatus: feeds the input to sp_proc_status_nspid(), the reader
- * of the NSpid: line of /proc/PID/status, from a heap copy of exactly its
- * bytes (no NUL after them), so that a read past the end is caught.
+ * of the NSpid: line of /proc/PID/status, to sp_proc_status_tgid(), the
+ * reader of its Tgid: line, and to sp_pidfile_parse(), the reader of a
+ * service's pid file, each from a heap copy of exactly its bytes (no NUL
+ * after them), so that a read past the end is caught.
  *
  * It checks the answer against a second reading done here another way:
  * the first line that starts with "NSpid:", split into fields at blanks;
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/procfs.h"
 #include "util/procns.h"
 
 static void check(int cond)
@@ -68,6 +71,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check(want == UINT32_MAX || got == want);
 	/* The same bytes give the same answer. */
 	check(sp_proc_status_nspid(copy, size) == got);
+	/*
+	 * Tgid: a number found means the line holds it alone; the NSpid
+	 * reader agrees that a one-number line is no namespace of its own.
+	 */
+	uint32_t tgid = sp_proc_status_tgid(copy, size);
+	check(sp_proc_status_tgid(copy, size) == tgid);
+	/* A pid file: a pid in range, or 0; and its digits start the text. */
+	pid_t pid = sp_pidfile_parse(copy, size);
+	check(pid >= 0 && pid <= 4194304);
+	check(pid == 0 || (size > 0 && copy[0] >= '0' && copy[0] <= '9'));
 	free(copy);
 	return 0;
 }

@@ -309,21 +309,6 @@ static void parse_args(struct cli *c, int argc, char **argv)
 	c->o.inherit = c->inherit >= 0 ? c->inherit : !c->ntids;
 }
 
-/* The process a thread id belongs to (/proc/TID/status), or -1. */
-static pid_t tgid_of(pid_t tid)
-{
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	FILE *f = fopen(path, "re");
-	long v = -1;
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %ld", &v) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return v > 0 ? (pid_t)v : -1;
-}
-
 /* -p takes thread ids too: each stands for its whole process. */
 static void resolve_pids(struct cli *c)
 {
@@ -332,7 +317,7 @@ static void resolve_pids(struct cli *c)
 	c->pids = NULL;
 	c->npids = c->allocpids = 0;
 	for (size_t i = 0; i < n; i++) {
-		pid_t tgid = tgid_of(ids[i]);
+		pid_t tgid = sp_proc_tgid(ids[i]);
 		if (tgid > 0 && tgid != ids[i])
 			sp_warn("%d is a thread of process %d: attaching the whole process",
 				(int)ids[i], (int)tgid);
@@ -349,15 +334,14 @@ static void read_pid_file(struct cli *c)
 	if (!f)
 		sp_die(SP_EXIT_FATAL, "cannot read the pid file '%s': %s (give the file the "
 		       "service writes its pid to)", c->pid_file, strerror(errno));
-	char line[64] = "";
-	char *ok = fgets(line, sizeof(line), f);
+	char line[64];
+	size_t n = fread(line, 1, sizeof(line), f);
 	fclose(f);
-	uint64_t v;
-	line[strcspn(line, " \t\r\n")] = '\0';
-	if (!ok || sp_parse_u64(line, 4194304, &v) < 0 || v == 0)
+	pid_t pid = sp_pidfile_parse(line, n);
+	if (pid <= 0)
 		sp_die(SP_EXIT_FATAL, "the pid file '%s' does not hold a pid (it should begin "
 		       "with one, as a service's pid file does)", c->pid_file);
-	add_id(&c->pids, &c->npids, &c->allocpids, (pid_t)v);
+	add_id(&c->pids, &c->npids, &c->allocpids, pid);
 }
 
 /* A process's command name and executable's base name ("" when hidden). */
@@ -430,7 +414,7 @@ static int attach_tids(struct cli *c, struct sp_recorder *r)
 {
 	pid_t *tg = sp_xmalloc(c->ntids * sizeof(*tg));
 	for (size_t i = 0; i < c->ntids; i++)
-		if ((tg[i] = tgid_of(c->tids[i])) < 0) {
+		if ((tg[i] = sp_proc_tgid(c->tids[i])) < 0) {
 			sp_warn("no thread %d: it does not exist or has ended (list a process's "
 				"threads with ls /proc/PID/task)", (int)c->tids[i]);
 			free(tg);

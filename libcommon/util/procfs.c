@@ -344,3 +344,15 @@ int sp_online_cpus(int *cpus, int max)
 	}
 	return n;
 }
+
+pid_t sp_pidfile_parse(const char *text, size_t len)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+	for (; i < len && text[i] >= '0' && text[i] <= '9'; i++)
+		if ((v = v * 10 + (uint64_t)(text[i] - '0')) > 4194304)
+			return 0;
+	if (i == 0 || (i < len && !strchr(" \t\r\n", text[i])) || (i < len && text[i] == '\0'))
+		return 0;
+	return (pid_t)v;
+}

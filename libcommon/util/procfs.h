@@ -93,6 +93,13 @@ bool sp_path_is_cpython(const char *path, const char **via);
 int sp_read_i64_file(const char *path, int64_t *v);
 
 /*
+ * The pid a service's pid file holds: its text (len bytes, no NUL needed)
+ * must begin with a decimal pid, from 1 to 4194304 (the kernel's highest),
+ * and may go on after a blank or a newline.  Returns it, or 0.
+ */
+pid_t sp_pidfile_parse(const char *text, size_t len);
+
+/*
  * /proc/sys/kernel/perf_event_max_sample_rate: the highest sampling
  * frequency allowed, which the kernel lowers on its own under load.
  * Returns the cap, or 0 when it cannot be read.

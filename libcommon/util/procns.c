@@ -11,47 +11,83 @@
 
 #include "util/procns.h"
 
-uint32_t sp_proc_status_nspid(const char *text, size_t len)
+/*
+ * The numbers of the line of a /proc/PID/status text that starts with
+ * key (a process's name cannot forge one: it is escaped on its own line):
+ * the first and the last, and how many.  Returns false when there is no
+ * such line, or it holds anything but blanks and numbers of 32 bits.
+ */
+static bool status_numbers(const char *text, size_t len, const char *key, uint32_t *first,
+			   uint32_t *last, int *count)
 {
 	const char *p = text, *end = text + len;
-	/* The line that starts with the key; a process's name cannot forge one. */
-	while (p < end && !(end - p >= 6 && memcmp(p, "NSpid:", 6) == 0)) {
+	size_t kl = strlen(key);
+	while (p < end && !((size_t)(end - p) >= kl && memcmp(p, key, kl) == 0)) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		p = nl ? nl + 1 : end;
 	}
 	if (p >= end)
-		return 0;
-	uint64_t last = 0, v;
-	int n = 0;
-	for (p += 6; p < end && *p != '\n';) {
+		return false;
+	*count = 0;
+	for (p += kl; p < end && *p != '\n';) {
+		uint64_t v;
 		if (*p == ' ' || *p == '\t') {
 			p++;
 			continue;
 		}
 		if (*p < '0' || *p > '9')
-			return 0;
+			return false;
 		for (v = 0; p < end && *p >= '0' && *p <= '9'; p++)
 			if ((v = v * 10 + (uint64_t)(*p - '0')) > UINT32_MAX)
-				return 0;
-		last = v;
-		n++;
+				return false;
+		if (!(*count)++)
+			*first = (uint32_t)v;
+		*last = (uint32_t)v;
 	}
-	return n > 1 ? (uint32_t)last : 0;
+	return true;
 }
 
-static uint32_t nspid_of(pid_t pid)
+uint32_t sp_proc_status_nspid(const char *text, size_t len)
 {
-	char path[64], buf[8192];
+	uint32_t first, last;
+	int n;
+	return status_numbers(text, len, "NSpid:", &first, &last, &n) && n > 1 ? last : 0;
+}
+
+uint32_t sp_proc_status_tgid(const char *text, size_t len)
+{
+	uint32_t first, last;
+	int n;
+	return status_numbers(text, len, "Tgid:", &first, &last, &n) && n == 1 ? first : 0;
+}
+
+/* Reads /proc/PID/status into buf; returns the bytes read (0: none). */
+static size_t read_status(pid_t pid, char *buf, size_t size)
+{
+	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	size_t got = 0;
 	ssize_t k;
-	while (got < sizeof(buf) && (k = read(fd, buf + got, sizeof(buf) - got)) > 0)
+	while (got < size && (k = read(fd, buf + got, size - got)) > 0)
 		got += (size_t)k;
 	close(fd);
-	return sp_proc_status_nspid(buf, got);
+	return got;
+}
+
+pid_t sp_proc_tgid(pid_t tid)
+{
+	char buf[8192];
+	uint32_t t = sp_proc_status_tgid(buf, read_status(tid, buf, sizeof(buf)));
+	return t > 0 && t <= INT32_MAX ? (pid_t)t : -1;
+}
+
+static uint32_t nspid_of(pid_t pid)
+{
+	char buf[8192];
+	return sp_proc_status_nspid(buf, read_status(pid, buf, sizeof(buf)));
 }
 
 int sp_proc_ns_get(pid_t pid, struct sp_proc_ns *ns)

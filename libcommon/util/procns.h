@@ -34,6 +34,15 @@ struct sp_proc_ns {
 uint32_t sp_proc_status_nspid(const char *text, size_t len);
 
 /*
+ * The process a thread belongs to, from the text of /proc/TID/status:
+ * the number of the Tgid: line; 0 when there is none or it is malformed.
+ */
+uint32_t sp_proc_status_tgid(const char *text, size_t len);
+
+/* The process thread tid belongs to (its Tgid), or -1 when unreadable. */
+pid_t sp_proc_tgid(pid_t tid);
+
+/*
  * Fills ns for pid.  Returns 0, or -1 with errno set when /proc/PID/ns/mnt
  * cannot be read (EACCES: no permission to look into the process; ns is
  * then zero, as for a process of our own namespaces).

@@ -13,6 +13,7 @@
 #include "unit.h"
 #include "util/buildid.h"
 #include "util/modfile.h"
+#include "util/procfs.h"
 #include "util/procns.h"
 
 static uint32_t nspid(const char *s)
@@ -31,6 +32,35 @@ SP_TEST(procns_status_nspid)
 	SP_CHECK(nspid("NSpid:\t12\tx3\n") == 0);
 	SP_CHECK(nspid("NSpid:") == 0);
 	SP_CHECK(sp_proc_status_nspid("NSpid:\t1\t2", 9) == 0);	/* cut after the first */
+}
+
+static uint32_t tgid(const char *s)
+{
+	return sp_proc_status_tgid(s, strlen(s));
+}
+
+static pid_t pidfile(const char *s)
+{
+	return sp_pidfile_parse(s, strlen(s));
+}
+
+SP_TEST(procns_status_tgid_and_pid_files)
+{
+	SP_CHECK(tgid("Name:\tworker\nTgid:\t812\nPid:\t815\n") == 812);
+	SP_CHECK(tgid("Name:\tTgid:\t5\nTgid:\t6\n") == 6);	/* a name cannot forge it */
+	SP_CHECK(tgid("Tgid:\t5\t6\n") == 0);
+	SP_CHECK(tgid("Tgid:\t\n") == 0);
+	SP_CHECK(tgid("Pid:\t3\n") == 0);
+	SP_CHECK(sp_proc_tgid(getpid()) == getpid());
+	SP_CHECK(pidfile("1234\n") == 1234);
+	SP_CHECK(pidfile("77") == 77);
+	SP_CHECK(pidfile("4194304 extra words") == 4194304);
+	SP_CHECK(pidfile("4194305\n") == 0);
+	SP_CHECK(pidfile("0\n") == 0);
+	SP_CHECK(pidfile("12a\n") == 0);
+	SP_CHECK(pidfile(" 12\n") == 0);
+	SP_CHECK(pidfile("") == 0);
+	SP_CHECK(sp_pidfile_parse("12\0""3", 4) == 0);
 }
 
 SP_TEST(procns_self_is_no_container)
