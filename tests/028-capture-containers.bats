@@ -121,8 +121,11 @@ deep_ratio() {
 @test "a perf map in the container's own /tmp names its JIT frames, live and archived" {
 	PY=$(python312)
 	[ -n "$PY" ]	# pyenv provides a Python 3.12 or later on these machines
-	# Its own /tmp: the map it writes, /tmp/perf-1.map there, is not the host's.
-	box "mount -t tmpfs none /tmp && exec '$PY' -X perf '$TOP/tests/workloads/pywork.py' 6" python3
+	# Its own /tmp: the map it writes, /tmp/perf-1.map there, is not the
+	# host's.  The script is read before the tmpfs hides /tmp, where the
+	# source tree itself may lie.
+	box "py=\$(cat '$TOP/tests/workloads/pywork.py') && mount -t tmpfs none /tmp &&
+	     printf '%s\n' \"\$py\" > /tmp/pywork.py && exec '$PY' -X perf /tmp/pywork.py 6" python3
 	for i in $(seq 100); do
 		[ -s "/proc/$C/root/tmp/perf-1.map" ] && break
 		sleep 0.05
