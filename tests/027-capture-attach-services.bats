@@ -11,16 +11,7 @@ setup() {
 }
 
 teardown() {
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-}
-
-# start CMD...: runs a workload in the background, noting its pid in $P.
-start() {
-	"$@" > /dev/null 2>&1 &
-	P=$!
-	disown
-	PIDS+=("$P")
-	sleep 0.2
+	kill_started
 }
 
 # a_thread PID: a thread of PID that is not its main thread.

@@ -171,39 +171,8 @@ deep_ratio() {
 }
 
 @test "a jitdump written in the container's own /tmp is carried in the stream and names JIT code" {
-	# A hot function, and bursts of new functions that push V8's
-	# buffered jitdump writes, with the hot function's code load, out.
-	cat > "$BATS_TEST_TMPDIR/hot.js" <<'JS'
-function hotLoop(n) {
-	let s = 0;
-	for (let i = 0; i < n; i++)
-		s = (s * 31 + i) % 1000003;
-	return s;
-}
-let made = 0;
-function churn(k) {
-	let s = 0;
-	for (let i = 0; i < k; i++, made++) {
-		const f = new Function('x', 'let s = ' + made +
-			'; for (let j = 0; j < x; j++) s = (s + j * ' + made + ') | 0; return s;');
-		for (let r = 0; r < 300; r++)
-			s += f(50);
-	}
-	return s;
-}
-const end = Date.now() + Number(process.argv[2]);
-let t = 0, next = Date.now() + 200;
-while (Date.now() < end) {
-	t += hotLoop(100000);
-	if (Date.now() >= next) {
-		t += churn(40);
-		next += 500;
-	}
-}
-console.log(t);
-JS
 	# The script is read before its own /tmp hides the host's.
-	box "js=\$(cat '$BATS_TEST_TMPDIR/hot.js') && mount -t tmpfs none /tmp &&
+	box "js=\$(cat '$TOP/tests/workloads/jitchurn.js') && mount -t tmpfs none /tmp &&
 	     printf '%s\n' \"\$js\" > /tmp/hot.js && cd /tmp &&
 	     exec node --perf-prof /tmp/hot.js 6000 > /dev/null" node
 	for i in $(seq 100); do

@@ -123,3 +123,20 @@ own_stacks() {
 weight() {
 	awk '{ s += $NF } END { print s + 0 }' "$1"
 }
+
+# start CMD...: runs a workload in the background, noting its pid in $P
+# and in the array PIDS (which the test's setup empties), for
+# kill_started.
+start() {
+	"$@" > /dev/null 2>&1 &
+	P=$!
+	disown
+	PIDS+=("$P")
+	sleep 0.2
+}
+
+# kill_started: ends every process in PIDS, in a test's teardown.
+kill_started() {
+	local p
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+}
