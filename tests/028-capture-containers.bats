@@ -165,8 +165,10 @@ deep_ratio() {
 		--inh-caps=+sys_ptrace --ambient-caps=+sys_ptrace \
 		bash -c 'set -o pipefail; sp-unwind "$1" | sp-symbolize --kallsyms none > "$2"' \
 		sh "$D/root.sps" "$D/sym.sps"
-	[ "${#lines[@]}" -eq 1 ]
-	[[ "${lines[0]}" == "sp-symbolize: cannot read '$BOX/deep' as process $C maps it (/proc/$C/root, map_files): Permission denied (run sp-symbolize as root, or give it CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)" ]]
+	# One line from each tool, in either order: they run side by side.
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "$output" == *"sp-symbolize: cannot read '$BOX/deep' as process $C maps it (/proc/$C/root, map_files): Permission denied (run sp-symbolize as root, or give it CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)"* ]]
+	[[ "$output" == *"sp-unwind: cannot read '$BOX/deep' as process $C maps it (/proc/$C/root, map_files): Permission denied (run sp-unwind as root, or give it CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH)"* ]]
 	rm -rf "$D"
 }
 

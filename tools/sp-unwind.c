@@ -290,6 +290,13 @@ static void unwind_sample(struct state *st, const struct sp_record *rec, unsigne
 static void write_unwind_record(struct state *st)
 {
 	struct sp_unwind_stats us;
+	uint32_t pid;
+	int err;
+	const char *denied = sp_unwinder_denied(st->u, &pid, &err);
+	if (denied)
+		sp_warn("cannot read '%s' as process %u maps it (/proc/%u/root, map_files): %s "
+			"(run sp-unwind as root, or give it CAP_SYS_PTRACE and "
+			"CAP_DAC_READ_SEARCH)", denied, pid, pid, strerror(err));
 	sp_unwinder_stats(st->u, &us);
 	struct sp_unwind_rec u = {
 		.samples = st->samples, .user_samples = st->user_samples,

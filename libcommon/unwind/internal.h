@@ -19,6 +19,9 @@ struct sp_unwinder {
 	const struct sp_unwind_arch *arch;
 	struct sp_unwind_stats st;
 	struct sp_u64map cpython;	/* pid -> non-NULL: a CPython process */
+	char *denied;			/* see sp_unwinder_denied() */
+	uint32_t denied_pid;
+	int denied_err;
 };
 
 /* How a rule recovers one register of the caller. */

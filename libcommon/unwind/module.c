@@ -3,6 +3,7 @@
  * opened once with libelf and libdw, their PT_LOAD headers and CFI kept
  * on the object for the rest of the segment.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdlib.h>
@@ -130,6 +131,11 @@ struct modstate *sp_unwind_module_open(struct sp_unwinder *u, struct sp_object *
 	bool mismatch;
 	int fd = sp_modfile_open_proc(&search, obj->path, obj->build_id, obj->build_id_len,
 				      obj->content_id, &live, found, sizeof(found), &mismatch);
+	if (fd < 0 && live.pid && (errno == EACCES || errno == EPERM) && !u->denied) {
+		u->denied_pid = live.pid;
+		u->denied_err = errno;
+		u->denied = strdup(obj->path);
+	}
 	if (fd >= 0) {
 		ms->fd = fd;
 		ms->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);

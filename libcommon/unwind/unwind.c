@@ -34,7 +34,15 @@ void sp_unwinder_free(struct sp_unwinder *u)
 	if (!u)
 		return;
 	sp_u64map_release(&u->cpython, NULL);
+	free(u->denied);
 	free(u);
+}
+
+const char *sp_unwinder_denied(const struct sp_unwinder *u, uint32_t *pid, int *err)
+{
+	*pid = u->denied_pid;
+	*err = u->denied_err;
+	return u->denied;
 }
 
 int sp_unwinder_set_cpython(struct sp_unwinder *u, uint32_t pid, bool cpython)

@@ -87,4 +87,12 @@ uint64_t sp_unwind_rel(struct sp_unwinder *u, const struct sp_mapping *m, uint64
 
 void sp_unwinder_stats(const struct sp_unwinder *u, struct sp_unwind_stats *s);
 
+/*
+ * The first module whose file a live process's candidates (its
+ * map_files entry, its root: a container's files) could not give for want
+ * of permission: its path, with the process in *pid and the error in
+ * *err; NULL when there was none.  The module counts as missing.
+ */
+const char *sp_unwinder_denied(const struct sp_unwinder *u, uint32_t *pid, int *err);
+
 #endif
