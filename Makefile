@@ -82,6 +82,8 @@ WORKLOADS := $(WORKLOAD_SRC:tests/workloads/%.c=$(BUILD)/workloads/%) \
 	$(WORKLOAD_CXX:tests/workloads/%.cpp=$(BUILD)/workloads/%)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(if $(UNIT_SRC),$(BUILD)/unit/sp-unit)
+# Small drivers the bats tests run against one part of the library.
+TEST_DRIVERS := $(patsubst tests/lib/%.c,$(BUILD)/tests/%,$(wildcard tests/lib/*.c))
 MAN1 := $(wildcard man/*.1)
 MAN5 := $(BUILD)/man/sp-stream.5
 FUZZ_SRC := $(wildcard fuzz/fuzz-*.c)
@@ -94,7 +96,7 @@ EMBED_GEN := $(EMBED_SRC:libcommon/%=$(BUILD)/gen/%.h)
 .PHONY: all deps test-deps check check-layers test demo bench san fuzz \
 	fuzz-build install uninstall clean
 
-all: $(TOOL_BIN) $(WORKLOADS) $(UNIT_BIN) $(MAN5)
+all: $(TOOL_BIN) $(WORKLOADS) $(UNIT_BIN) $(TEST_DRIVERS) $(MAN5)
 
 deps:
 	@scripts/deps build
@@ -132,6 +134,10 @@ $(BUILD)/unit/sp-unit: $(UNIT_SRC:%.c=$(BUILD)/%.o) $(TOOL_SUPPORT) \
 		$(foreach l,fold sym unwind capture stream util,$(call layer_lib,$(l)))
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -liberty -lm
+
+$(TEST_DRIVERS): $(BUILD)/tests/%: $(BUILD)/tests/lib/%.o $(call layer_lib,sym) $(call layer_lib,util)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Test workloads: -O2 without frame pointers, so stacks need DWARF CFI.
 $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/workload.h
