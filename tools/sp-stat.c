@@ -23,6 +23,7 @@
 #include "tool.h"
 #include "stream/vocab.h"
 #include "util/alloc.h"
+#include "util/buildid.h"
 #include "util/hashmap.h"
 #include "util/jsonw.h"
 #include "util/procfs.h"
@@ -43,6 +44,7 @@ static void usage(void)
 	       "      --max-truncated-pct P    truncated stacks, in %% of samples\n"
 	       "      --min-complete-pct P     stacks reaching their thread's entry, in %%\n"
 	       "      --max-address-only-pct P address-only frames, in %% of frames\n"
+	       "      --max-unnamed-pct P      address-only and function-start frames, in %% of frames\n"
 	       "      --system                 can this host profile, and what to change\n"
 	       "  -h, --help                   show this help\n"
 	       "  -V, --version                show the version\n"
@@ -98,6 +100,7 @@ struct modinfo {
 	bool vdso, jit;
 	enum runtime rt;	/* whose code the file is: node, libjvm.so... */
 	uint64_t pid;		/* a jit module's process */
+	size_t mod;		/* its struct modcount, by path */
 };
 
 /*
@@ -121,13 +124,42 @@ struct counts {
 	struct sp_u64map index;	/* key -> position in v, plus 1 */
 };
 
-/* The origins of a frame's name (format 1.1 added jitdump), address-only last. */
-#define NORIGINS 7
-#define ORIGIN_ADDRESS_ONLY 6
+/*
+ * The origins of a frame's name, in the order of the symbolize record's
+ * map (format 1.1 added jitdump, 1.2 gopclntab and function-start),
+ * address-only last.  NORIGINS stands for an origin sp-stat does not know.
+ */
+enum origin {
+	O_SYMTAB, O_DYNSYM, O_DEBUGINFO, O_PERF_MAP, O_JITDUMP, O_KALLSYMS,
+	O_GOPCLNTAB, O_FUNCTION_START, O_ADDRESS_ONLY, NORIGINS
+};
 
+/*
+ * How a module file's frames were named, from the best to the worst:
+ * what its samples' frames show, by the origin most of them have.
+ */
+enum naming { N_DEBUGINFO, N_SYMBOLS, N_GOPCLNTAB, N_FUNCTION_START, N_ADDRESS_ONLY, N_COUNT };
+
+static const struct {
+	const char *key, *name;
+} namings[N_COUNT] = {
+	{ "debuginfo", "full debug info" },
+	{ "symbols", "symbols only" },
+	{ "gopclntab", "Go table" },
+	{ "function-start", "function starts only" },
+	{ "address-only", "no names" },
+};
+
+/* A module, by path, over every segment. */
 struct modcount {
 	char *path;
-	uint64_t address_only, frames;
+	uint64_t address_only, function_start, frames;	/* its frame records */
+	bool file;		/* a file of its own: not the vDSO, the kernel, JIT code */
+	char id[2 * SP_BUILD_ID_MAX + 1];	/* its latest recorded identity, in hex */
+	uint64_t samples;	/* samples whose stack has a frame in it */
+	uint64_t sframes[NORIGINS + 1];	/* those frames (one per sample), by origin */
+	uint64_t seen;		/* the symstack being read last had a frame in it... */
+	uint32_t at;		/* ... at this place of its list of modules */
 };
 
 struct stats {
@@ -152,11 +184,19 @@ struct stats {
 	uint64_t uw_samples, uw_user, uw_complete, uw_frames, uw_ends[SP_END_COUNT];
 	/* Symbolization. */
 	bool have_symbolize;
-	uint64_t frames, origins[NORIGINS], address_only, modules_missing, modules_mismatched;
-	/* Address-only frames of native code: not the vDSO's, not JIT code. */
-	uint64_t native_frames, native_address_only;
+	uint64_t frames, origins[NORIGINS + 1], address_only, modules_missing, modules_mismatched;
+	/* Address-only and function-start frames of native code: not the vDSO's, not JIT code. */
+	uint64_t native_frames, native_address_only, native_function_start;
 	struct modcount *mods;
 	size_t nmods, allocmods;
+	struct sp_hashmap mod_paths;	/* path -> struct modpath */
+	const struct modcount **named;	/* module files with samples, most first */
+	size_t nnamed;
+	/* Symstack id -> its frames in module files, current segment; symstacks read. */
+	struct sp_u64map stack_mods;
+	uint64_t symstacks;
+	struct stackmod *scratch;	/* take_symstack_modules's */
+	size_t allocscratch;
 	struct modinfo *modinfo;	/* module id -> module, current segment */
 	size_t nmodinfo, allocmodinfo;
 	struct counts procs, threads;
@@ -166,8 +206,32 @@ struct stats {
 	struct rtcount rt[RT_COUNT];
 };
 
-static const char *const origin_names[NORIGINS] = { "symtab", "dynsym", "debuginfo", "perf-map",
-						     "jitdump", "kallsyms", "address-only" };
+static const char *const origin_names[NORIGINS] = {
+	"symtab", "dynsym", "debuginfo", "perf-map", "jitdump", "kallsyms",
+	"gopclntab", "function-start", "address-only"
+};
+
+/* The origin of this name, or NORIGINS. */
+static enum origin origin_of(const char *o, size_t n)
+{
+	for (int i = 0; i < NORIGINS; i++)
+		if (strlen(origin_names[i]) == n && memcmp(origin_names[i], o, n) == 0)
+			return (enum origin)i;
+	return NORIGINS;
+}
+
+/* The way of naming an origin stands for, or N_COUNT for the runtimes' and the kernel's. */
+static enum naming origin_naming(enum origin o)
+{
+	switch (o) {
+	case O_DEBUGINFO: return N_DEBUGINFO;
+	case O_SYMTAB: case O_DYNSYM: return N_SYMBOLS;
+	case O_GOPCLNTAB: return N_GOPCLNTAB;
+	case O_FUNCTION_START: return N_FUNCTION_START;
+	case O_ADDRESS_ONLY: return N_ADDRESS_ONLY;
+	default: return N_COUNT;
+	}
+}
 
 static struct named_count *count_get(struct counts *c, uint32_t pid, uint32_t tid)
 {
@@ -214,6 +278,7 @@ struct frameinfo {
 	unsigned kind, reason;
 	bool marker;
 	enum runtime name_rt;
+	enum origin origin;
 };
 
 /* Ids and process state are scoped to their segment. */
@@ -227,6 +292,7 @@ static void forget_segment(struct stats *st)
 	sp_u64map_release(&st->proc_rt, NULL);
 	sp_u64map_release(&st->stack_info, free);
 	sp_u64map_release(&st->frame_info, free);
+	sp_u64map_release(&st->stack_mods, free);
 }
 
 static bool has_str(const char *s, size_t n, const char *what)
@@ -301,6 +367,72 @@ static struct modinfo *module_info(const struct stats *st, uint64_t id)
 	return id < st->nmodinfo && st->modinfo[id].path ? &st->modinfo[id] : NULL;
 }
 
+/* The modules by path: an index into stats.mods, found by hash. */
+struct modpath {
+	struct sp_hashmap_entry e;
+	const char *path;	/* the struct modcount's */
+	size_t at;
+};
+
+static int modpath_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		       const void *keydata)
+{
+	const struct modpath *x = sp_container_of(a, struct modpath, e);
+	const struct modpath *y = sp_container_of(b, struct modpath, e);
+	return strcmp(x->path, keydata ? (const char *)keydata : y->path);
+}
+
+static void modpath_free(struct sp_hashmap_entry *e)
+{
+	free(sp_container_of(e, struct modpath, e));
+}
+
+/* The struct modcount of a path, made when first met. */
+static size_t module_count(struct stats *st, const char *path)
+{
+	struct modpath key = { .e.hash = sp_hash_str(path), .path = path };
+	struct sp_hashmap_entry *e = sp_hashmap_get(&st->mod_paths, &key.e, path);
+	if (e)
+		return sp_container_of(e, struct modpath, e)->at;
+	if (SP_ALLOC_GROW(st->mods, st->nmods + 1, st->allocmods) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	struct modcount *c = &st->mods[st->nmods];
+	memset(c, 0, sizeof(*c));
+	c->path = sp_xstrdup(path);
+	struct modpath *mp = sp_xmalloc(sizeof(*mp));
+	*mp = key;
+	mp->path = c->path;
+	mp->at = st->nmods;
+	if (sp_hashmap_add(&st->mod_paths, &mp->e) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	return st->nmods++;
+}
+
+/*
+ * Whether a module is a file of its own, whose debug information can be
+ * looked for (a kind sp-stat does not know is taken by its path, as the
+ * format says), and its identity, for the paths of the advice.
+ */
+static void take_module_file(struct modcount *c, const msgpack_object *m,
+			     const struct modinfo *mi, const char *k, size_t kn)
+{
+	static const char *const others[] = { "kernel", "vdso", "jit", "anon" };
+	const unsigned char *id;
+	size_t n;
+	bool other = mi->vdso || mi->jit;
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		other = other || (kn == strlen(others[i]) && memcmp(k, others[i], kn) == 0);
+	c->file = !other && ((kn == 3 && memcmp(k, "elf", 3) == 0) || mi->path[0] == '/');
+	if (!sp_map_bin(m, "build_id", (const void **)&id, &n) &&
+	    !sp_map_bin(m, "content_id", (const void **)&id, &n))
+		return;
+	if (n > SP_BUILD_ID_MAX)
+		n = SP_BUILD_ID_MAX;
+	for (size_t i = 0; i < n; i++)
+		snprintf(c->id + 2 * i, 3, "%02x", id[i]);
+	c->id[2 * n] = 0;
+}
+
 static void take_module(struct stats *st, const msgpack_object *m)
 {
 	uint64_t id, pid = 0;
@@ -324,6 +456,8 @@ static void take_module(struct stats *st, const msgpack_object *m)
 	mi->jit = kn == 3 && memcmp(k, "jit", 3) == 0;
 	mi->pid = pid;
 	mi->rt = mi->jit || mi->vdso ? RT_NATIVE : path_runtime(s, n);
+	mi->mod = module_count(st, mi->path);
+	take_module_file(&st->mods[mi->mod], m, mi, k, kn);
 }
 
 /* The runtime bits of a process, from its map and runtime records. */
@@ -427,6 +561,73 @@ static void take_symstack(struct stats *st, const msgpack_object *m)
 		si.stop_name = last->name_rt;
 	}
 	put_stack(st, id, &si);
+}
+
+/* A symstack's frames in module files: per module, by origin. */
+struct stackmod {
+	size_t mod;	/* in stats.mods */
+	uint32_t origins[NORIGINS + 1];
+};
+
+struct stackmods {
+	uint32_t n;
+	struct stackmod m[];
+};
+
+/*
+ * The frames of a symstack in module files, counted per module and
+ * origin once, to be added up for every sample that uses the stack.
+ */
+static void take_symstack_modules(struct stats *st, const msgpack_object *m)
+{
+	const msgpack_object_array *fr = sp_map_array(m, "frames");
+	uint64_t id;
+	size_t n = 0;
+	if (!sp_map_u64(m, "id", &id) || !fr)
+		return;
+	st->symstacks++;
+	for (uint32_t i = 0; i < fr->size; i++) {
+		const struct frameinfo *fi;
+		const struct modinfo *mi;
+		if (fr->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER ||
+		    !(fi = sp_u64map_get(&st->frame_info, fr->ptr[i].via.u64)) || fi->marker ||
+		    !(mi = module_info(st, fi->module)) || !st->mods[mi->mod].file)
+			continue;
+		struct modcount *c = &st->mods[mi->mod];
+		if (c->seen != st->symstacks) {
+			if (SP_ALLOC_GROW(st->scratch, n + 1, st->allocscratch) < 0)
+				sp_die(SP_EXIT_FATAL, "out of memory");
+			memset(&st->scratch[n], 0, sizeof(st->scratch[n]));
+			st->scratch[n].mod = mi->mod;
+			c->seen = st->symstacks;
+			c->at = (uint32_t)n++;
+		}
+		st->scratch[c->at].origins[fi->origin]++;
+	}
+	/* A consumer keeps the latest definition of a symstack id. */
+	free(sp_u64map_remove(&st->stack_mods, id));
+	if (!n)
+		return;
+	struct stackmods *sm = sp_xmalloc(sizeof(*sm) + n * sizeof(sm->m[0]));
+	sm->n = (uint32_t)n;
+	memcpy(sm->m, st->scratch, n * sizeof(sm->m[0]));
+	if (sp_u64map_put(&st->stack_mods, id, sm) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+}
+
+/* A symbolized sample: its stack's frames in each module file. */
+static void take_sample_modules(struct stats *st, const msgpack_object *m)
+{
+	uint64_t stack;
+	const struct stackmods *sm;
+	if (!sp_map_u64(m, "stack", &stack) || !(sm = sp_u64map_get(&st->stack_mods, stack)))
+		return;
+	for (uint32_t i = 0; i < sm->n; i++) {
+		struct modcount *c = &st->mods[sm->m[i].mod];
+		c->samples++;
+		for (int o = 0; o <= NORIGINS; o++)
+			c->sframes[o] += sm->m[i].origins[o];
+	}
 }
 
 /* A marker frame's reason, from its name "[REASON]". */
@@ -593,6 +794,7 @@ static void keep_frame(struct stats *st, const msgpack_object *m, uint64_t flags
 	if (!fi)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	fi->module = mi ? mid : SP_NO_MODULE;
+	fi->origin = NORIGINS;	/* take_frame's to set */
 	fi->marker = flags & SP_SYM_MARKER;
 	fi->kind = (unsigned)(flags >> 8) & SP_FRAME_KIND_MASK;
 	fi->reason = fi->marker ? marker_reason(name, nn) : 0;
@@ -610,20 +812,20 @@ static void take_frame(struct stats *st, const msgpack_object *m)
 {
 	const char *o;
 	size_t n;
-	uint64_t flags = 0, mid = SP_NO_MODULE;
+	uint64_t flags = 0, mid = SP_NO_MODULE, id;
 	sp_map_u64(m, "flags", &flags);
 	sp_map_u64(m, "module", &mid);
 	struct modinfo *mi = module_info(st, mid);
 	keep_frame(st, m, flags, mi, mid);
 	if (flags & SP_SYM_MARKER || !sp_map_str(m, "origin", &o, &n))
 		return;
+	enum origin origin = origin_of(o, n);
+	struct frameinfo *fi;
+	if (sp_map_u64(m, "id", &id) && (fi = sp_u64map_get(&st->frame_info, id)))
+		fi->origin = origin;
 	st->frames++;
-	bool addr_only = false;
-	for (int i = 0; i < NORIGINS; i++)
-		if (strlen(origin_names[i]) == n && memcmp(origin_names[i], o, n) == 0) {
-			st->origins[i]++;
-			addr_only = i == ORIGIN_ADDRESS_ONLY;
-		}
+	st->origins[origin]++;
+	bool addr_only = origin == O_ADDRESS_ONLY, fstart = origin == O_FUNCTION_START;
 	if (addr_only)
 		st->address_only++;
 	/*
@@ -635,26 +837,18 @@ static void take_frame(struct stats *st, const msgpack_object *m)
 		enum runtime r = jit_runtime(proc_runtimes(st, mi ? mi->pid : 0));
 		st->rt[r].jit_frames++;
 		st->rt[r].jit_unnamed += addr_only;
-		st->rt[r].jit_perf_map += strlen("perf-map") == n && memcmp(o, "perf-map", n) == 0;
-		st->rt[r].jit_jitdump += strlen("jitdump") == n && memcmp(o, "jitdump", n) == 0;
+		st->rt[r].jit_perf_map += origin == O_PERF_MAP;
+		st->rt[r].jit_jitdump += origin == O_JITDUMP;
 	} else if (!(mi && mi->vdso)) {
 		st->native_frames++;
 		st->native_address_only += addr_only;
+		st->native_function_start += fstart;
 	}
 	if (mi) {
-		struct modcount *c = NULL;
-		for (size_t i = 0; i < st->nmods && !c; i++)
-			if (strcmp(st->mods[i].path, mi->path) == 0)
-				c = &st->mods[i];
-		if (!c) {
-			if (SP_ALLOC_GROW(st->mods, st->nmods + 1, st->allocmods) < 0)
-				sp_die(SP_EXIT_FATAL, "out of memory");
-			c = &st->mods[st->nmods++];
-			c->path = sp_xstrdup(mi->path);
-			c->address_only = c->frames = 0;
-		}
+		struct modcount *c = &st->mods[mi->mod];
 		c->frames++;
 		c->address_only += addr_only;
+		c->function_start += fstart;
 	}
 }
 
@@ -676,7 +870,10 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		break;
 	case SP_R_MODULE: take_module(st, m); break;
 	case SP_R_STACK: take_stack(st, m); break;
-	case SP_R_SYMSTACK: take_symstack(st, m); break;
+	case SP_R_SYMSTACK:
+		take_symstack(st, m);
+		take_symstack_modules(st, m);
+		break;
 	case SP_R_MAP: case SP_R_RUNTIME: take_process_state(st, rec); break;
 	case SP_R_PROCESS: case SP_R_EXEC: case SP_R_COMM: case SP_R_THREAD:
 		take_process_state(st, rec);
@@ -715,6 +912,7 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		count_get(&st->procs, (uint32_t)pid, 0)->samples++;
 		count_get(&st->threads, (uint32_t)pid, (uint32_t)tid)->samples++;
 		take_sample_runtime(st, pid, m, count_get(&st->procs, (uint32_t)pid, 0));
+		take_sample_modules(st, m);
 		break;
 	default:
 		break;
@@ -735,12 +933,13 @@ static int cmp_count(const void *a, const void *b)
 static int cmp_mod(const void *a, const void *b)
 {
 	const struct modcount *x = a, *y = b;
-	return x->address_only < y->address_only ? 1 : x->address_only > y->address_only ? -1 : 0;
+	uint64_t u = x->address_only + x->function_start, v = y->address_only + y->function_start;
+	return u < v ? 1 : u > v ? -1 : 0;
 }
 
 /* One piece of advice: what is wrong, and the exact change. */
 struct advice {
-	char what[512], fix[768];
+	char what[512], fix[1024];
 };
 
 static void advise(struct advice *a, size_t *n, const char *what, const char *fmt, ...)
@@ -827,6 +1026,181 @@ static void diagnose_runtime_ends(const struct stats *st, struct advice *a, size
 	}
 }
 
+/* The samples' frames in a module, of every origin. */
+static uint64_t module_sframes(const struct modcount *c)
+{
+	uint64_t v = 0;
+	for (int o = 0; o <= NORIGINS; o++)
+		v += c->sframes[o];
+	return v;
+}
+
+/*
+ * How a module file's frames were named: as most of its samples' frames
+ * were, the better way when two tie; N_COUNT when none of its frames
+ * was named in one of these ways.
+ */
+static enum naming module_naming(const struct modcount *c)
+{
+	uint64_t by[N_COUNT] = { 0 };
+	enum naming best = N_COUNT;
+	for (int o = 0; o < NORIGINS; o++)
+		if (origin_naming((enum origin)o) < N_COUNT)
+			by[origin_naming((enum origin)o)] += c->sframes[o];
+	for (int k = 0; k < N_COUNT; k++)
+		if (by[k] && (best == N_COUNT || by[k] > by[best]))
+			best = (enum naming)k;
+	return best;
+}
+
+static int cmp_samples(const void *a, const void *b)
+{
+	const struct modcount *x = *(const struct modcount *const *)a;
+	const struct modcount *y = *(const struct modcount *const *)b;
+	if (x->samples != y->samples)
+		return x->samples < y->samples ? 1 : -1;
+	return strcmp(x->path, y->path);
+}
+
+/* The module files whose frames samples have, most samples first, into st->named. */
+static void list_named(struct stats *st)
+{
+	st->named = sp_xcalloc(st->nmods ? st->nmods : 1, sizeof(*st->named));
+	for (size_t i = 0; i < st->nmods; i++)
+		if (st->mods[i].file && st->mods[i].samples && module_naming(&st->mods[i]) < N_COUNT)
+			st->named[st->nnamed++] = &st->mods[i];
+	if (st->nnamed)
+		qsort(st->named, st->nnamed, sizeof(*st->named), cmp_samples);
+}
+
+/*
+ * A file a distribution installed, whose debug information comes in a
+ * package of its own: what /usr/local and other directories hold is
+ * taken for a build of the user's.
+ */
+static bool packaged(const char *p)
+{
+	static const char *const dirs[] = { "/usr/", "/lib/", "/lib32/", "/lib64/", "/bin/", "/sbin/" };
+	if (strncmp(p, "/usr/local/", 11) == 0)
+		return false;
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
+		if (strncmp(p, dirs[i], strlen(dirs[i])) == 0)
+			return true;
+	return false;
+}
+
+#define MAX_FIXES 3
+
+struct fix {
+	char s[640];
+};
+
+static void add_fix(struct fix *f, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void add_fix(struct fix *f, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	if (*n >= MAX_FIXES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(f[*n].s, sizeof(f[*n].s), fmt, ap);
+	va_end(ap);
+	(*n)++;
+}
+
+/*
+ * Where a module's own file goes for sp-symbolize to find it: by its
+ * identity under --module-dir, or at its path under --root.
+ */
+static void file_place(const struct modcount *c, char *out, size_t len)
+{
+	if (strlen(c->id) > 2)
+		snprintf(out, len, "--module-dir DIR, the file at DIR/.build-id/%.2s/%s", c->id, c->id + 2);
+	else
+		snprintf(out, len, "--root DIR, the file at DIR%s", c->path);
+}
+
+/*
+ * The changes that would name a module's frames better, for that module:
+ * the debug package of a distribution's file, a debuginfod server when
+ * the module has a build-id to ask it by, the unstripped build of the
+ * user's own.  Returns how many; none for full debug info.
+ */
+static size_t module_fixes(const struct stats *st, const struct modcount *c, enum naming nm,
+			   struct fix *f)
+{
+	char place[384];
+	size_t n = 0;
+	bool id = strlen(c->id) > 2;
+	file_place(c, place, sizeof(place));
+	if (nm == N_DEBUGINFO || nm == N_COUNT)
+		return 0;
+	if (nm == N_GOPCLNTAB) {
+		add_fix(f, &n, "names and lines from the Go table; for full inline and variable info keep "
+			"the unstripped build (no -ldflags='-s -w') and run sp-symbolize again with %s", place);
+		return n;
+	}
+	if (nm == N_ADDRESS_ONLY && (st->modules_missing || st->modules_mismatched))
+		add_fix(f, &n, "if sp-symbolize found no file for it (%" PRIu64 " missing, %" PRIu64
+			" mismatched): give it the recorded file, with %s, or record with sp-capture --archive",
+			st->modules_missing, st->modules_mismatched, place);
+	if (packaged(c->path)) {
+		add_fix(f, &n, "install its debug symbols: `dpkg -S %s` names its package PKG, then "
+			"`apt install PKG-dbgsym` (from the debian-debug archive) or `apt install PKG-dbg`",
+			c->path);
+		if (id)
+			add_fix(f, &n, "or run sp-symbolize again with DEBUGINFOD_URLS=https://debuginfod.debian.net "
+				"(or another debuginfod server), which finds its debug file by build-id");
+		return n;
+	}
+	if (id)
+		add_fix(f, &n, "keep the unstripped build and run sp-symbolize again with --module-dir DIR, "
+			"the file at DIR/.build-id/%.2s/%s, or with --debug-dir DIR, its debug file "
+			"(objcopy --only-keep-debug) at DIR/.build-id/%.2s/%s.debug",
+			c->id, c->id + 2, c->id, c->id + 2);
+	else
+		add_fix(f, &n, "keep the unstripped build and run sp-symbolize again with %s", place);
+	if (id)
+		add_fix(f, &n, "or run sp-symbolize again with DEBUGINFOD_URLS naming a debuginfod server "
+			"that has build-id %s", c->id);
+	return n;
+}
+
+/*
+ * Modules most of whose samples' frames have no symbol, in at least 1%
+ * of the samples: one piece of advice each, for the few with most
+ * samples, with that module's own fixes.
+ */
+static void diagnose_modules(const struct stats *st, struct advice *a, size_t *n)
+{
+	size_t given = 0;
+	for (size_t i = 0; i < st->nnamed && given < 4; i++) {
+		const struct modcount *c = st->named[i];
+		uint64_t all = module_sframes(c);
+		uint64_t fs = c->sframes[O_FUNCTION_START], ao = c->sframes[O_ADDRESS_ONLY];
+		if ((fs + ao) * 2 <= all || pct(c->samples, st->sample_records) < 1)
+			continue;
+		struct fix f[MAX_FIXES];
+		size_t nf = module_fixes(st, c, module_naming(c), f);
+		struct sp_buf what = SP_BUF_INIT, fix = SP_BUF_INIT;
+		sp_buf_addf(&what, "%s has no symbols: of its frames in %" PRIu64 " samples (%.1f%%), ",
+			    c->path, c->samples, pct(c->samples, st->sample_records));
+		if (fs)
+			sp_buf_addf(&what, "%.1f%% are function-start (named by their function's start only)%s",
+				    pct(fs, all), ao ? " and " : "");
+		if (ao)
+			sp_buf_addf(&what, "%.1f%% address-only (no name at all)", pct(ao, all));
+		for (size_t k = 0; k < nf; k++)
+			sp_buf_addf(&fix, "%s%s", k ? "; " : "", f[k].s);
+		if (what.oom || fix.oom)
+			sp_die(SP_EXIT_FATAL, "out of memory");
+		advise(a, n, what.p, "%s", fix.p ? fix.p : "");
+		sp_buf_release(&what);
+		sp_buf_release(&fix);
+		given++;
+	}
+}
+
 static size_t diagnose(const struct stats *st, struct advice *a)
 {
 	size_t n = 0;
@@ -879,11 +1253,16 @@ static size_t diagnose(const struct stats *st, struct advice *a)
 			 from ? " (the others were named from " : "", from ? from : "", from ? ")" : "");
 		advise(a, &n, what, "%s", runtimes[r].remedy);
 	}
-	if (st->have_symbolize && st->native_frames && pct(st->native_address_only, st->native_frames) >= 10) {
-		snprintf(what, sizeof(what), "%.1f%% of frames have no name (address-only), of native code (the vDSO and JIT code aside)",
-			 pct(st->native_address_only, st->native_frames));
+	/* A frame named by its function's start only has no symbol either. */
+	uint64_t unnamed = st->native_address_only + st->native_function_start;
+	if (st->have_symbolize && st->native_frames && pct(unnamed, st->native_frames) >= 10) {
+		snprintf(what, sizeof(what), "%.1f%% of frames have no name (address-only)%s, of native code (the vDSO and JIT code aside)",
+			 pct(unnamed, st->native_frames),
+			 st->native_function_start ? " or only their function's start (function-start)" : "");
 		advise(a, &n, what, "keep the binaries where they were recorded, or give sp-symbolize --module-dir, --debug-dir, or a debuginfod server (DEBUGINFOD_URLS); install debug packages (-dbgsym)");
 	}
+	if (st->have_symbolize)
+		diagnose_modules(st, a, &n);
 	if (st->opt_kernel && !st->kernel_enabled) {
 		advise(a, &n, "kernel frames were asked for (--kernel) but the kernel denied them: the recording is user-only",
 		       "grant the recorder CAP_PERFMON (setcap cap_perfmon+ep sp-capture), run it as root, or lower kernel.perf_event_paranoid to 1 on the recording host");
@@ -1000,6 +1379,108 @@ static void runtimes_text(const struct stats *st, FILE *out)
 	}
 }
 
+/* The split of a module's samples' frames by origin, most first, as "symtab 80.0%, ...". */
+static void origin_split(const struct modcount *c, struct sp_buf *b)
+{
+	uint64_t all = module_sframes(c);
+	bool done[NORIGINS] = { false };
+	for (;;) {
+		int best = -1;
+		for (int o = 0; o < NORIGINS; o++)
+			if (!done[o] && c->sframes[o] && (best < 0 || c->sframes[o] > c->sframes[best]))
+				best = o;
+		if (best < 0)
+			break;
+		done[best] = true;
+		sp_buf_addf(b, "%s%s %.1f%%", b->len ? ", " : "", origin_names[best],
+			    pct(c->sframes[best], all));
+	}
+}
+
+/* Per way of naming, the module files after the first top. */
+static size_t naming_rest(const struct stats *st, size_t top, uint64_t *by)
+{
+	for (size_t i = top; i < st->nnamed; i++)
+		by[module_naming(st->named[i])]++;
+	return st->nnamed > top ? st->nnamed - top : 0;
+}
+
+/*
+ * Per module file, most samples first: where its frames' names came
+ * from, and what would name them better.
+ */
+static void naming_text(const struct stats *st, size_t top, FILE *out)
+{
+	if (!st->nnamed)
+		return;
+	fprintf(out, "names by module (samples with frames in it, where those frames' names came from):\n");
+	for (size_t i = 0; i < st->nnamed && i < top; i++) {
+		const struct modcount *c = st->named[i];
+		enum naming nm = module_naming(c);
+		struct sp_buf split = SP_BUF_INIT;
+		struct fix f[MAX_FIXES];
+		size_t nf = module_fixes(st, c, nm, f);
+		origin_split(c, &split);
+		bool mixed = split.p && strchr(split.p, ',');
+		fprintf(out, "  %8" PRIu64 "  %s: %s", c->samples, c->path, namings[nm].name);
+		if ((nm != N_DEBUGINFO || mixed) && split.p)
+			fprintf(out, " (%s)", split.p);
+		fprintf(out, "\n");
+		for (size_t k = 0; k < nf; k++)
+			fprintf(out, "  %8s    -> %s\n", "", f[k].s);
+		sp_buf_release(&split);
+	}
+	uint64_t by[N_COUNT] = { 0 };
+	size_t rest = naming_rest(st, top, by);
+	if (!rest)
+		return;
+	fprintf(out, "  %8s  and %zu more module%s:", "", rest, rest == 1 ? "" : "s");
+	for (int k = 0, any = 0; k < N_COUNT; k++)
+		if (by[k])
+			fprintf(out, "%s %" PRIu64 " %s", any++ ? "," : "", by[k], namings[k].name);
+	fprintf(out, "\n");
+}
+
+static void naming_json(struct sp_jw *j, const struct stats *st, size_t top)
+{
+	sp_jw_key(j, "naming");
+	sp_jw_object_begin(j);
+	sp_jw_key(j, "modules");
+	sp_jw_array_begin(j);
+	for (size_t i = 0; i < st->nnamed && i < top; i++) {
+		const struct modcount *c = st->named[i];
+		enum naming nm = module_naming(c);
+		struct fix f[MAX_FIXES];
+		size_t nf = module_fixes(st, c, nm, f);
+		sp_jw_object_begin(j);
+		sp_jw_kv_str(j, "path", c->path);
+		sp_jw_kv_str(j, "class", namings[nm].key);
+		sp_jw_kv_u64(j, "samples", c->samples);
+		sp_jw_kv_u64(j, "frames", module_sframes(c));
+		sp_jw_key(j, "origins");
+		sp_jw_object_begin(j);
+		for (int o = 0; o < NORIGINS; o++)
+			sp_jw_kv_u64(j, origin_names[o], c->sframes[o]);
+		sp_jw_object_end(j);
+		sp_jw_key(j, "fixes");
+		sp_jw_array_begin(j);
+		for (size_t k = 0; k < nf; k++)
+			sp_jw_str(j, f[k].s);
+		sp_jw_array_end(j);
+		sp_jw_object_end(j);
+	}
+	sp_jw_array_end(j);
+	uint64_t by[N_COUNT] = { 0 };
+	size_t rest = naming_rest(st, top, by);
+	sp_jw_key(j, "others");
+	sp_jw_object_begin(j);
+	sp_jw_kv_u64(j, "modules", rest);
+	for (int k = 0; k < N_COUNT; k++)
+		sp_jw_kv_u64(j, namings[k].key, by[k]);
+	sp_jw_object_end(j);
+	sp_jw_object_end(j);
+}
+
 static void report_json(const struct stats *st, const struct advice *a, size_t na, size_t top, FILE *out)
 {
 	struct sp_buf b = SP_BUF_INIT;
@@ -1085,22 +1566,25 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 			sp_jw_kv_u64(&j, origin_names[i], st->origins[i]);
 		sp_jw_object_end(&j);
 		jw_fixed3(&j, "address_only_pct", pct(st->address_only, st->frames));
+		jw_fixed3(&j, "function_start_pct", pct(st->origins[O_FUNCTION_START], st->frames));
 		sp_jw_kv_u64(&j, "modules_missing", st->modules_missing);
 		sp_jw_kv_u64(&j, "modules_mismatched", st->modules_mismatched);
 		sp_jw_key(&j, "modules_lacking_symbols");
 		sp_jw_array_begin(&j);
 		size_t k = 0;
 		for (size_t i = 0; i < st->nmods && k < top; i++) {
-			if (!st->mods[i].address_only)
+			if (!st->mods[i].address_only && !st->mods[i].function_start)
 				continue;
 			k++;
 			sp_jw_object_begin(&j);
 			sp_jw_kv_str(&j, "path", st->mods[i].path);
 			sp_jw_kv_u64(&j, "address_only", st->mods[i].address_only);
+			sp_jw_kv_u64(&j, "function_start", st->mods[i].function_start);
 			sp_jw_kv_u64(&j, "frames", st->mods[i].frames);
 			sp_jw_object_end(&j);
 		}
 		sp_jw_array_end(&j);
+		naming_json(&j, st, top);
 		sp_jw_object_end(&j);
 	}
 	advice_json(&j, a, na);
@@ -1154,19 +1638,25 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 		}
 	}
 	if (st->have_symbolize) {
-		fprintf(out, "symbolization: %" PRIu64 " frames, %.1f%% address-only; missing files %" PRIu64 ", mismatched %" PRIu64 "\n",
-			st->frames, pct(st->address_only, st->frames), st->modules_missing, st->modules_mismatched);
+		fprintf(out, "symbolization: %" PRIu64 " frames, %.1f%% address-only", st->frames,
+			pct(st->address_only, st->frames));
+		if (st->origins[O_FUNCTION_START])
+			fprintf(out, ", %.1f%% function-start", pct(st->origins[O_FUNCTION_START], st->frames));
+		fprintf(out, "; missing files %" PRIu64 ", mismatched %" PRIu64 "\n",
+			st->modules_missing, st->modules_mismatched);
 		for (int i = 0; i < NORIGINS; i++)
 			if (st->origins[i])
 				fprintf(out, "  %8" PRIu64 "  %s\n", st->origins[i], origin_names[i]);
 		size_t k = 0;
 		for (size_t i = 0; i < st->nmods && k < top; i++)
-			if (st->mods[i].address_only) {
+			if (st->mods[i].address_only || st->mods[i].function_start) {
 				if (!k++)
 					fprintf(out, "  modules most lacking symbols:\n");
-				fprintf(out, "  %8" PRIu64 "  of %" PRIu64 " frames in %s\n", st->mods[i].address_only,
+				fprintf(out, "  %8" PRIu64 "  of %" PRIu64 " frames in %s\n",
+					st->mods[i].address_only + st->mods[i].function_start,
 					st->mods[i].frames, st->mods[i].path);
 			}
+		naming_text(st, top, out);
 	}
 	bool any = false;
 	for (int e = 0; e < SP_E_COUNT; e++)
@@ -1303,7 +1793,7 @@ static double parse_pct(const char *arg, const char *opt)
 
 int main(int argc, char **argv)
 {
-	enum { JSON = 256, TOP, CHECK, MAX_LOST, MAX_TRUNC, MIN_COMPLETE, MAX_ADDR, SYSTEM };
+	enum { JSON = 256, TOP, CHECK, MAX_LOST, MAX_TRUNC, MIN_COMPLETE, MAX_ADDR, MAX_UNNAMED, SYSTEM };
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, JSON },
 		{ "top", required_argument, NULL, TOP },
@@ -1312,13 +1802,14 @@ int main(int argc, char **argv)
 		{ "max-truncated-pct", required_argument, NULL, MAX_TRUNC },
 		{ "min-complete-pct", required_argument, NULL, MIN_COMPLETE },
 		{ "max-address-only-pct", required_argument, NULL, MAX_ADDR },
+		{ "max-unnamed-pct", required_argument, NULL, MAX_UNNAMED },
 		{ "system", no_argument, NULL, SYSTEM },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	bool json = false, check = false, system_report = false;
-	double max_lost = -1, max_trunc = -1, min_complete = -1, max_addr = -1;
+	double max_lost = -1, max_trunc = -1, min_complete = -1, max_addr = -1, max_unnamed = -1;
 	uint64_t top = 10;
 	int c;
 
@@ -1335,6 +1826,7 @@ int main(int argc, char **argv)
 		case MAX_TRUNC: max_trunc = parse_pct(optarg, "--max-truncated-pct"); break;
 		case MIN_COMPLETE: min_complete = parse_pct(optarg, "--min-complete-pct"); break;
 		case MAX_ADDR: max_addr = parse_pct(optarg, "--max-address-only-pct"); break;
+		case MAX_UNNAMED: max_unnamed = parse_pct(optarg, "--max-unnamed-pct"); break;
 		case SYSTEM: system_report = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
 		case 'V': return sp_show_version();
@@ -1344,12 +1836,14 @@ int main(int argc, char **argv)
 	}
 	if (system_report && optind < argc)
 		sp_usage_error("--system reads no stream");
-	if (!check && (max_lost >= 0 || max_trunc >= 0 || min_complete >= 0 || max_addr >= 0))
+	if (!check && (max_lost >= 0 || max_trunc >= 0 || min_complete >= 0 || max_addr >= 0 ||
+		       max_unnamed >= 0))
 		sp_usage_error("the thresholds apply with --check");
 	if (system_report)
 		return report_system(json, stdout);
 
 	struct stats st = { 0 };
+	sp_hashmap_init(&st.mod_paths, modpath_cmp);
 	int status = SP_EXIT_OK;
 	int nin = argc - optind;
 	for (int i = 0; i < (nin ? nin : 1); i++) {
@@ -1391,6 +1885,7 @@ int main(int argc, char **argv)
 		qsort(st.threads.v, st.threads.n, sizeof(*st.threads.v), cmp_count);
 	if (st.nmods)
 		qsort(st.mods, st.nmods, sizeof(*st.mods), cmp_mod);
+	list_named(&st);
 	for (size_t i = 0; i < st.procs.n; i++) {
 		const struct named_count *p = &st.procs.v[i];
 		struct rtcount *r = &st.rt[main_runtime(p->runtimes)];
@@ -1414,6 +1909,7 @@ int main(int argc, char **argv)
 		double trp = pct(tr, st.samples);
 		double comp = pct(st.uw_complete, st.uw_user);
 		double addr = pct(st.address_only, st.frames);
+		double unnamed = pct(st.address_only + st.origins[O_FUNCTION_START], st.frames);
 		bool over = false;
 		if (max_lost >= 0 && lost > max_lost)
 			over = true, sp_warn("check: lost %.2f%% > %.2f%%", lost, max_lost);
@@ -1425,12 +1921,18 @@ int main(int argc, char **argv)
 		if (max_addr >= 0 && (!st.have_symbolize || addr > max_addr))
 			over = true, sp_warn("check: address-only %.2f%% > %.2f%%%s", addr, max_addr,
 					     st.have_symbolize ? "" : " (the stream is not symbolized)");
+		if (max_unnamed >= 0 && (!st.have_symbolize || unnamed > max_unnamed))
+			over = true, sp_warn("check: unnamed %.2f%% > %.2f%%%s", unnamed, max_unnamed,
+					     st.have_symbolize ? "" : " (the stream is not symbolized)");
 		if (over && status == SP_EXIT_OK)
 			status = EXIT_CHECK;
 	}
 	for (size_t i = 0; i < st.nmods; i++)
 		free(st.mods[i].path);
 	free(st.mods);
+	free(st.named);
+	free(st.scratch);
+	sp_hashmap_release(&st.mod_paths, modpath_free);
 	forget_segment(&st);
 	free(st.procs.v);
 	sp_u64map_release(&st.procs.index, NULL);
