@@ -102,6 +102,7 @@ struct mapping {
 	uint32_t path;			/* string index */
 	const struct sp_fold_frame *first;	/* a frame of it, for the build-id */
 	bool functions, filenames, lines, inlines;
+	bool unnamed;		/* a frame without a name (address or function start) */
 	uint32_t id;			/* as written: the main binary's is 1 */
 };
 
@@ -381,7 +382,12 @@ static void encode(struct pp *p, struct sp_buf *out)
 		struct mapping *m = &p->maps[l->mapping - 1];
 		for (size_t k = 0; k < l->n; k++) {
 			const struct sp_fold_frame *fr = &v->frames[l->frames[k]];
-			m->functions |= !fr->address_only;
+			/*
+			 * Names for all its frames, or a re-symbolizer should
+			 * look again: a function start is no name.
+			 */
+			m->functions |= !fr->address_only && !fr->function_start;
+			m->unnamed |= fr->address_only || fr->function_start;
 			m->filenames |= fr->file != NULL;
 			m->lines |= fr->line > 0;
 		}
@@ -434,7 +440,7 @@ static void encode(struct pp *p, struct sp_buf *out)
 		pb_u64(&sub, MAPPING_ID, m->id);
 		pb_u64(&sub, MAPPING_FILENAME, m->path);
 		pb_u64(&sub, MAPPING_BUILD_ID, str_id(p, hex));
-		pb_u64(&sub, MAPPING_HAS_FUNCTIONS, m->functions);
+		pb_u64(&sub, MAPPING_HAS_FUNCTIONS, m->functions && !m->unnamed);
 		pb_u64(&sub, MAPPING_HAS_FILENAMES, m->filenames);
 		pb_u64(&sub, MAPPING_HAS_LINE_NUMBERS, m->lines);
 		pb_u64(&sub, MAPPING_HAS_INLINE_FRAMES, m->inlines);

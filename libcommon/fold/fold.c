@@ -179,6 +179,7 @@ static int take_frame(struct sp_fold *f, const msgpack_object *m)
 		.name = buf, .function = fn, .file = file ? fbuf : NULL, .line = (unsigned)line,
 		.module = mod ? mod->path : NULL, .build_id = mod ? mod->bid : NULL,
 		.build_id_len = mod ? mod->bidlen : 0, .kind = kind, .address_only = addr_only,
+		.function_start = ol == 14 && memcmp(origin, "function-start", 14) == 0,
 		.addr = addr,
 	};
 	/* With --inline: the physical function, called at the outermost inline call's line. */

@@ -50,6 +50,7 @@ struct sp_fold_frame {
 	unsigned kind;		/* SP_FOLD_USER, _KERNEL or _JIT */
 	bool inlined;		/* an inline entry, not a physical frame */
 	bool address_only;
+	bool function_start;	/* named only by where its function starts */
 	uint64_t addr;		/* an address of the frame (the first seen) */
 	uint64_t rel;		/* its module-relative address */
 };

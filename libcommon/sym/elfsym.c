@@ -12,9 +12,11 @@
 
 #include "sym/elfsym.h"
 #include "sym/symtab.h"
+#include "unwind/ehhdr.h"
 #include "util/alloc.h"
 #include "util/hashmap.h"
 #include "util/modfile.h"
+#include "util/search.h"
 
 struct sp_elfsym {
 	struct sp_elfsym_options o;
@@ -26,6 +28,20 @@ struct sp_elfsym {
 	Dwarf_Addr bias;
 	bool tried_dwarf;
 	bool go;		/* a Go program: names as Go shows them */
+	/*
+	 * The file's .eh_frame, for function starts: the table of
+	 * .eh_frame_hdr (ntable entries at table, addresses from table_base)
+	 * says where they are, libdw's CFI whether an FDE covers an address.
+	 * NULL: none to trust.
+	 */
+	Dwarf_CFI *cfi;
+	const unsigned char *table;
+	uint64_t ntable, table_base;
+	/* Its loadable segments, to turn an address into a file offset. */
+	struct { uint64_t vaddr, memsz, offset; } loads[8];
+	size_t nloads;
+	const char *problem;	/* see sp_elfsym_problem() */
+	char problem_buf[160];
 	struct sp_symtab syms;
 	const char *sym_origin;
 	struct sp_u64map cache;	/* address -> struct sp_symres */
@@ -217,6 +233,91 @@ static void build_symtab(struct sp_elfsym *e)
 			elf_has_section(main, 0, ".gnu_debugdata") ? "symtab" : "dynsym";
 }
 
+/*
+ * Function starts: libdw's reading of .eh_frame, once .eh_frame_hdr's
+ * table has been checked, since a search in a table out of order finds
+ * the wrong function.  A file with .eh_frame but no header is searched
+ * by libdw from the start.  The loadable segments translate a start to
+ * an offset in the file.
+ */
+static void open_function_starts(struct sp_elfsym *e, Elf *elf)
+{
+	GElf_Shdr hsh, fsh;
+	Elf_Scn *hdr = section_named(elf, ".eh_frame_hdr", &hsh);
+	Elf_Scn *frame = section_named(elf, ".eh_frame", &fsh);
+	if (!frame || fsh.sh_type == SHT_NOBITS || !hdr || hsh.sh_type == SHT_NOBITS)
+		return;
+	Elf_Data *d = elf_getdata(hdr, NULL);
+	uint64_t off;
+	const char *why = !d || !d->d_buf ? "unreadable" :
+			  sp_eh_frame_hdr_check(d->d_buf, d->d_size, hsh.sh_addr, fsh.sh_addr,
+						fsh.sh_size);
+	if (why || sp_eh_frame_hdr_table(d->d_buf, d->d_size, &off, &e->ntable) < 0) {
+		snprintf(e->problem_buf, sizeof(e->problem_buf), ".eh_frame_hdr: %s",
+			 why ? why : "unreadable");
+		e->problem = e->problem_buf;
+		return;
+	}
+	e->table = (const unsigned char *)d->d_buf + off;
+	e->table_base = hsh.sh_addr;
+	size_t nph = 0;
+	if (elf_getphdrnum(elf, &nph) != 0)
+		return;
+	for (size_t i = 0; i < nph && e->nloads < sizeof(e->loads) / sizeof(*e->loads); i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+			e->loads[e->nloads++] = (typeof(e->loads[0])){ ph.p_vaddr, ph.p_memsz,
+								       ph.p_offset };
+	}
+	e->cfi = e->nloads ? dwarf_getcfi_elf(elf) : NULL;
+}
+
+/* The address of the function start at entry i of the table. */
+static uint64_t table_start(const struct sp_elfsym *e, uint64_t i)
+{
+	int32_t v;
+	memcpy(&v, e->table + 8 * i, 4);
+	return e->table_base + (uint64_t)(int64_t)v;
+}
+
+/*
+ * Where the function addr lies in starts, by its FDE: the last entry of
+ * the table at or before addr, when an FDE covers addr at all (libdw
+ * checks the FDE's range).  false: none does.
+ */
+static bool function_start(struct sp_elfsym *e, uint64_t addr, uint64_t *start)
+{
+	if (!e->cfi)
+		return false;
+	size_t i = SP_PARTITION_POINT((size_t)e->ntable, k, table_start(e, k) <= addr);
+	Dwarf_Frame *f;
+	if (i == 0 || dwarf_cfi_addrframe(e->cfi, addr, &f) != 0)
+		return false;
+	Dwarf_Addr s, en;
+	bool signal;
+	int rc = dwarf_frame_info(f, &s, &en, &signal);
+	free(f);
+	/* The row found lies in the FDE the table points at. */
+	*start = table_start(e, i - 1);
+	return rc >= 0 && s >= *start && s <= addr && addr < en;
+}
+
+/* The offset in the file of address addr of executable code; false: none. */
+static bool file_offset(const struct sp_elfsym *e, uint64_t addr, uint64_t *off)
+{
+	for (size_t i = 0; i < e->nloads; i++)
+		if (addr >= e->loads[i].vaddr && addr - e->loads[i].vaddr < e->loads[i].memsz) {
+			*off = addr - e->loads[i].vaddr + e->loads[i].offset;
+			return true;
+		}
+	return false;
+}
+
+const char *sp_elfsym_problem(const struct sp_elfsym *e)
+{
+	return e->problem;
+}
+
 struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 				 const struct sp_elfsym_options *o)
 {
@@ -260,6 +361,7 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 	e->go = elf_has_section(elf, 0, ".gopclntab") || elf_has_section(elf, 0, ".go.buildinfo") ||
 		elf_has_section(elf, 0, ".note.go.buildid");
 	build_symtab(e);
+	open_function_starts(e, elf);
 	return e;
 }
 
@@ -426,17 +528,39 @@ static void call_site(Dwarf_Die *inl, Dwarf_Die *cu, const char **file, unsigned
 		*file = dwarf_filesrc(files, v, NULL, NULL);
 }
 
+/* The last resort for an address no name covers: its function's start. */
+static void name_function_start(struct sp_elfsym *e, uint64_t addr, bool in_fde,
+				uint64_t fstart, struct sp_symres *r)
+{
+	if (r->name || !in_fde || !file_offset(e, fstart, &r->start_off))
+		return;
+	r->has_start = true;
+	r->offset = addr - fstart;
+	r->origin = "function-start";
+}
+
 static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 {
 	memset(r, 0, sizeof(*r));
 	const struct sp_sym *s = sp_symtab_find(&e->syms, addr);
+	uint64_t fstart = 0;
+	bool in_fde = (!s || !s->sized) && function_start(e, addr, &fstart);
+	/*
+	 * A symbol without a size reaches addr only because no other symbol
+	 * starts in between (a stripped module keeps a few in .dynsym): it
+	 * does not name a function that starts after it.
+	 */
+	if (s && in_fde && fstart > s->start)
+		s = NULL;
 	if (s) {
 		r->name = keep(e, s->name, true);
 		r->offset = addr - s->start;
 		r->origin = e->sym_origin;
 	}
-	if (!(e->o.lines || e->o.inline_frames) || !sp_elfsym_has_debuginfo(e))
+	if (!(e->o.lines || e->o.inline_frames) || !sp_elfsym_has_debuginfo(e)) {
+		name_function_start(e, addr, in_fde, fstart, r);
 		return;
+	}
 
 	/* The source position of the address itself. */
 	const char *file = NULL;
@@ -485,6 +609,7 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 	r->file = keep(e, pos_file, false);
 	r->line = pos_line;
 	free(scopes);
+	name_function_start(e, addr, in_fde, fstart, r);
 }
 
 const struct sp_symres *sp_elfsym_lookup(struct sp_elfsym *e, uint64_t addr)

@@ -2,8 +2,9 @@
  * Names, inline frames and lines for addresses of one ELF module, with
  * libdwfl finding its separate debug file (build-id directories,
  * .gnu_debuglink, debuginfod when DEBUGINFOD_URLS is set) and reading
- * MiniDebugInfo.  Symbols are searched in a table sorted once; every
- * result is cached by address.  The sym layer.
+ * MiniDebugInfo; for a stripped module, a Go module's .gopclntab, then
+ * the function starts of .eh_frame.  Symbols are searched in a table
+ * sorted once; every result is cached by address.  The sym layer.
  */
 #ifndef SP_ELFSYM_H
 #define SP_ELFSYM_H
@@ -28,8 +29,16 @@ struct sp_elfsym_options {
 
 struct sp_symres {
 	const char *name;	/* NULL: no symbol covers the address */
-	uint64_t offset;	/* from the symbol's start */
-	const char *origin;	/* "symtab", "dynsym" or "debuginfo" */
+	uint64_t offset;	/* from the symbol's (or function's) start */
+	/* "symtab", "dynsym", "debuginfo", "gopclntab" or "function-start" */
+	const char *origin;
+	/*
+	 * With no name: the function the address lies in starts at this
+	 * offset in the file (its .eh_frame FDE says so).  Origin
+	 * "function-start".
+	 */
+	bool has_start;
+	uint64_t start_off;
 	const char *file;	/* NULL when unknown */
 	unsigned line;
 	struct sp_inline *inl;	/* innermost first */
@@ -54,6 +63,13 @@ const struct sp_symres *sp_elfsym_lookup(struct sp_elfsym *e, uint64_t addr);
 
 /* Whether DWARF debug information was found (in the file or elsewhere). */
 bool sp_elfsym_has_debuginfo(struct sp_elfsym *e);
+
+/*
+ * Why a table of the module that names functions (its .eh_frame_hdr, a
+ * Go module's .gopclntab) was found unusable and is ignored, e.g.
+ * ".eh_frame_hdr: table not sorted"; NULL when none was.
+ */
+const char *sp_elfsym_problem(const struct sp_elfsym *e);
 
 /* A demangled copy of a C++ or Rust name (malloc'd), or NULL. */
 char *sp_demangle(const char *name);

@@ -389,6 +389,12 @@ static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, co
 		fd = debuginfod_find(m, found, sizeof(found));
 	if (fd >= 0)
 		m->es = sp_elfsym_open(fd, found, &sym->s->elf);
+	if (m->es && sp_elfsym_problem(m->es) && strcmp(path, found) == 0)
+		warnf(sym, "'%s': %s: ignored, no name is taken from it", path,
+		      sp_elfsym_problem(m->es));
+	else if (m->es && sp_elfsym_problem(m->es))
+		warnf(sym, "'%s' (read from '%s'): %s: ignored, no name is taken from it", path,
+		      found, sp_elfsym_problem(m->es));
 	if (!m->es && m->mismatch)
 		sym->modules_mismatched++;
 	else if (!m->es)
@@ -761,6 +767,7 @@ void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_fram
 {
 	unsigned kind = f->flags & SP_FRAME_KIND_MASK, back = f->flags & SP_FRAME_RETADDR ? 1 : 0;
 	struct module *mod = module_of(sym, f->module);
+	const struct sp_symres *start = NULL;
 	out->name = NULL;
 	out->origin = SP_ORIGIN_ADDRESS_ONLY;
 	out->offset = 0;
@@ -823,13 +830,20 @@ void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_fram
 				}
 			}
 			from_elf(out, r, back, true);
+			start = r && !r->name && r->has_start ? r : NULL;
 		}
 	}
 	if (!out->name) {
 		/* Still say where: the module's file name and the offset. */
 		const char *base = mod ? strrchr(mod->path, '/') : NULL;
 		base = base ? base + 1 : mod ? mod->path : NULL;
-		if (kind == SP_FRAME_KERNEL)
+		if (start && base) {
+			/* A stripped module: where the function starts in its file. */
+			snprintf(out->buf, sizeof(out->buf), "%.400s+0x%llx", base,
+				 (unsigned long long)start->start_off);
+			out->origin = SP_ORIGIN_FUNCTION_START;
+			out->offset = start->offset + back;
+		} else if (kind == SP_FRAME_KERNEL)
 			snprintf(out->buf, sizeof(out->buf), "[kernel]+0x%llx", (unsigned long long)f->addr);
 		else if (base)
 			snprintf(out->buf, sizeof(out->buf), "%.400s+0x%llx", base,

@@ -36,6 +36,8 @@
 	X(PERF_MAP, "perf-map") \
 	X(JITDUMP, "jitdump") \
 	X(KALLSYMS, "kallsyms") \
+	X(GOPCLNTAB, "gopclntab") \
+	X(FUNCTION_START, "function-start") \
 	X(ADDRESS_ONLY, "address-only")
 
 enum sp_sym_origin {

@@ -52,7 +52,8 @@ int sp_symtab_add(struct sp_symtab *t, uint64_t start, uint64_t size,
 	const char *s = store(t, name, namelen);
 	if (!s)
 		return -1;
-	t->v[t->n] = (struct sp_sym){ start, size ? start + size : 0, s, (uint32_t)t->n, 0 };
+	t->v[t->n] = (struct sp_sym){ .start = start, .end = size ? start + size : 0, .name = s,
+				      .order = (uint32_t)t->n, .sized = size != 0 };
 	t->n++;
 	t->sorted = false;
 	return 0;

@@ -15,6 +15,7 @@ struct sp_sym {
 	uint64_t start, end;	/* [start, end); end is start + size, or the next start */
 	const char *name;	/* into the table's string storage */
 	uint32_t order;		/* insertion order: a later symbol wins an overlap */
+	bool sized;		/* end is start + size, not a guess */
 	uint64_t limit;		/* for a symbol without a size: where it ends at most */
 };
 

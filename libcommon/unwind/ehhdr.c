@@ -1,14 +1,14 @@
 /*
  * The header of an .eh_frame_hdr section (LSB, "Exception Frame Header"):
- * where its sorted table of FDEs starts and how many entries it has, for
- * the libunwind engine (libunwind.h).  Bytes from a module's file, so
- * every field is checked against the section's length.
+ * where its sorted table of FDEs starts and how many entries it has, and
+ * whether that table can be trusted (see ehhdr.h).  Bytes from a module's
+ * file, so every field is checked against the section's length.
  */
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "unwind/libunwind.h"
+#include "unwind/ehhdr.h"
 
 /* DWARF pointer encodings: the value's format in the low four bits. */
 #define PE_OMIT 0xff
@@ -142,4 +142,27 @@ int sp_debug_frame_to_eh(const unsigned char *p, size_t len, uint64_t base, uint
 	*outlen = size;
 	*count = k;
 	return 0;
+}
+
+const char *sp_eh_frame_hdr_check(const unsigned char *p, size_t len, uint64_t hdr_addr,
+				  uint64_t eh_addr, uint64_t eh_len)
+{
+	uint64_t off, n;
+	if (sp_eh_frame_hdr_table(p, len, &off, &n) < 0)
+		return len < 4 ? "truncated" : "no table, or one in an encoding not read";
+	if (!n)
+		return "empty table";
+	int64_t prev = INT64_MIN;
+	for (uint64_t i = 0; i < n; i++) {
+		const unsigned char *e = p + off + 8 * i;
+		int64_t start = (int32_t)rd32(e);
+		/* Where the FDE lies, and its length word, inside .eh_frame. */
+		uint64_t fde = hdr_addr + (uint64_t)(int64_t)(int32_t)rd32(e + 4);
+		if (start < prev)
+			return "table not sorted";
+		if (fde < eh_addr || fde - eh_addr >= eh_len || eh_len - (fde - eh_addr) < 8)
+			return "FDE offset out of range";
+		prev = start;
+	}
+	return NULL;
 }

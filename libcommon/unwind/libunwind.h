@@ -11,6 +11,7 @@
 #define SP_UNWIND_LIBUNWIND_H
 
 #include "util/error.h"
+#include "unwind/ehhdr.h"
 #include "unwind/unwind.h"
 
 struct sp_lunwinder;
@@ -34,33 +35,5 @@ enum sp_unwind_end sp_lunwind(struct sp_lunwinder *l, struct sp_addrspaces *a,
 			      uint32_t pid, const uint64_t *regs, size_t nregs,
 			      const unsigned char *stack, size_t len, bool full,
 			      struct sp_uframe *out, size_t max, size_t *n);
-
-/*
- * The binary-search table of an .eh_frame_hdr section (the bytes of its
- * PT_GNU_EH_FRAME segment), in the one form libunwind's remote tables
- * take: entries of two signed 32-bit offsets from the section's start
- * (DW_EH_PE_datarel | DW_EH_PE_sdata4).  Returns 0 and the table's
- * offset in the section and its number of entries, which all lie in the
- * len bytes; -1 for any other version or encoding, or a short section.
- * In ehhdr.c, which needs no libunwind.
- */
-int sp_eh_frame_hdr_table(const unsigned char *p, size_t len, uint64_t *table_off,
-			  uint64_t *count);
-
-/*
- * For a module with .debug_frame but no .eh_frame_hdr (Go's binaries):
- * the section's len bytes rewritten as a region libunwind can search as
- * a remote table when it is read at address base.  The region holds a
- * table of *count entries (two signed 32-bit offsets from base: an
- * FDE's start address plus bias, and the FDE) sorted by address, then
- * the section's entries in .eh_frame's form: CIE ids 0, CIE pointers
- * relative, start addresses plus bias.  Only 32-bit DWARF CIEs of
- * version 1 or 3 without augmentation are taken, and FDEs after their
- * CIE; the others are left out of the table.  Returns 0 and the region
- * in *out (the caller frees it, *outlen bytes), or -1 when no FDE could
- * be taken or memory ran out.  In ehhdr.c.
- */
-int sp_debug_frame_to_eh(const unsigned char *p, size_t len, uint64_t base, uint64_t bias,
-			 unsigned char **out, size_t *outlen, uint64_t *count);
 
 #endif

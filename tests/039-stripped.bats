@@ -1,0 +1,204 @@
+#!/usr/bin/env bats
+# Stripped modules, as release builds ship them: where no symbol names an
+# address, the frame is named after the start of its function, which the
+# module's .eh_frame_hdr lists (MODULE+0xOFFSET, origin function-start),
+# so every function stays a frame of its own; a symbol without a size
+# never names another function; a broken table names nothing.
+
+load helper
+
+# build_solib DIR: liboneexport.so (unstripped as lib.full), stripped, and
+# the program that calls it, in DIR.
+build_solib() {
+	local d=$1 src=$TOP/tests/workloads/solib
+	mkdir -p "$d"
+	gcc -O2 -g -fPIC -shared -fno-toplevel-reorder -fno-omit-frame-pointer \
+		-Wl,--build-id -o "$d/lib.full" "$src/oneexport.c"
+	strip --strip-all -o "$d/liboneexport.so" "$d/lib.full"
+	gcc -O2 -g -o "$d/oneexport" "$src/oneexport-main.c" -L"$d" -loneexport \
+		-Wl,-rpath,"$d"
+}
+
+# debug_dir FILE DIR: FILE as a debug file of its build-id under DIR.
+debug_dir() {
+	local bid
+	bid=$(readelf -n "$1" | awk '/Build ID/ { print $3 }')
+	mkdir -p "$2/.build-id/${bid:0:2}"
+	cp "$1" "$2/.build-id/${bid:0:2}/${bid:2}.debug"
+}
+
+# nm_addr FILE NAME: the address of symbol NAME in FILE, in hex without 0x.
+nm_addr() {
+	nm "$1" | awk -v n="$2" '$3 == n { sub(/^0+/, "", $1); print $1; exit }'
+}
+
+setup_file() {
+	local d=$BATS_FILE_TMPDIR
+	build_solib "$d/solib"
+	cp "$WORKLOADS/spin" "$d/spin.full"
+	strip --strip-all -o "$d/spin" "$d/spin.full"
+	sp-capture -q -F 999 -o "$d/spin.raw" -- "$d/spin" -t 1 2
+	sp-unwind -o "$d/spin.unw" "$d/spin.raw"
+	sp-capture -q -F 999 -o "$d/one.raw" -- "$d/solib/oneexport" 2
+	sp-unwind -o "$d/one.unw" "$d/one.raw"
+}
+
+setup() {
+	D=$BATS_FILE_TMPDIR
+	T=$BATS_TEST_TMPDIR
+}
+
+@test "a stripped program: one frame per function, at the function's start, the same split as its symbols" {
+	sp-symbolize -o "$T/a.sps" "$D/spin.unw"
+	debug_dir "$D/spin.full" "$T/dbg"
+	sp-symbolize --debug-dir "$T/dbg" -o "$T/b.sps" "$D/spin.unw"
+	sp-cat "$T/a.sps" > "$T/a.jsonl"
+	sp-cat "$T/b.sps" > "$T/b.jsonl"
+	run -0 python3 "$TOP/tests/lib/symstacks.py" pairs "$T/a.jsonl" "$T/b.jsonl" spin
+	echo "$output"
+	pairs=$output
+	# Every frame of the stripped program is named after a function start
+	# (but the PLT's entries, named from .dynsym's imports)...
+	run -1 grep -v -e ' function-start ' -e '^[a-z_]*@plt dynsym ' <<< "$pairs"
+	# ...and the debug file names each frame: the same function, one for one.
+	for f in stage_a stage_b stage_c recurse leaf_compute worker; do
+		want=$(nm_addr "$D/spin.full" "$f")
+		[ -n "$want" ]
+		grep -qx "spin+0x$want function-start $f debuginfo" <<< "$pairs"
+	done
+	[ "$(awk '{ print $1 }' <<< "$pairs" | sort -u | wc -l)" -eq \
+	  "$(awk '{ print $3 }' <<< "$pairs" | sort -u | wc -l)" ]
+	[ "$(awk '{ print $1, $3 }' <<< "$pairs" | sort -u | wc -l)" -eq \
+	  "$(awk '{ print $1 }' <<< "$pairs" | sort -u | wc -l)" ]
+	# The stacks are complete, and every frame has a function identity.
+	read -r total full named < <(python3 "$TOP/tests/lib/symstacks.py" complete "$T/a.jsonl" "spin+0x$(nm_addr "$D/spin.full" leaf_compute)")
+	echo "total=$total complete=$full named=$named"
+	[ "$total" -ge 500 ]
+	[ "$((full * 100))" -ge "$((total * 99))" ]
+	[ "$((named * 100))" -ge "$((total * 99))" ]
+}
+
+@test "folded output keeps the functions of a stripped program apart" {
+	sp-symbolize -o "$T/a.sps" "$D/spin.unw"
+	run -0 sp-fold "$T/a.sps"
+	hot=$(sort -t' ' -k2 -nr <<< "$output" | head -n 1)
+	echo "$hot"
+	# main, run_workers, worker, stage_a..c, recurse x8, leaf_compute: distinct frames.
+	[ "$(tr ';' '\n' <<< "${hot% *}" | grep -c '^spin+0x')" -ge 14 ]
+	[ "$(tr ';' '\n' <<< "${hot% *}" | grep '^spin+0x' | sort -u | wc -l)" -ge 7 ]
+	run -1 grep -q '\[spin\]' <<< "$output"
+}
+
+@test "a symbol without a size, or past its end, never names another function" {
+	sp-symbolize -o "$T/a.sps" "$D/one.unw"
+	debug_dir "$D/solib/lib.full" "$T/dbg"
+	sp-symbolize --debug-dir "$T/dbg" -o "$T/b.sps" "$D/one.unw"
+	sp-cat "$T/a.sps" > "$T/a.jsonl"
+	sp-cat "$T/b.sps" > "$T/b.jsonl"
+	run -0 python3 "$TOP/tests/lib/symstacks.py" pairs "$T/a.jsonl" "$T/b.jsonl" liboneexport.so
+	echo "$output"
+	pairs=$output
+	# Only the exported function carries its name, from .dynsym.
+	grep -qx 'one_export dynsym one_export debuginfo' <<< "$pairs"
+	run -1 grep -q 'one_marker' <<< "$pairs"
+	for f in one_inner one_middle one_leaf; do
+		grep -qx "liboneexport.so+0x$(nm_addr "$D/solib/lib.full" "$f") function-start $f debuginfo" <<< "$pairs"
+	done
+	[ "$(wc -l <<< "$pairs")" -eq 4 ]
+	read -r total full named < <(python3 "$TOP/tests/lib/symstacks.py" complete "$T/a.jsonl" one_export)
+	[ "$total" -ge 500 ] && [ "$((full * 100))" -ge "$((total * 99))" ]
+}
+
+@test "pprof: a mapping named only by function starts says it has no function names" {
+	sp-symbolize -o "$T/a.sps" "$D/one.unw"
+	sp-fold --format pprof -o "$T/p.pb.gz" "$T/a.sps"
+	gzip -dc "$T/p.pb.gz" | protoc --decode perftools.profiles.Profile -I "$TOP/tests/lib" profile.proto > "$T/p.txt"
+	python3 - "$T/p.txt" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+strings = re.findall(r'^string_table: "(.*)"$', text, re.M)
+maps = re.findall(r'^mapping \{\n(.*?)\n\}', text, re.M | re.S)
+found = False
+for m in maps:
+    f = dict(re.findall(r'^\s*(\w+): (\S+)$', m, re.M))
+    name = strings[int(f.get("filename", 0))]
+    if name.endswith("/liboneexport.so"):
+        found = True
+        assert f.get("has_functions", "false") == "false", m
+        assert len(strings[int(f["build_id"])]) == 40, m
+assert found, "no mapping of liboneexport.so"
+PY
+}
+
+# corrupt_hdr IN OUT HOW: IN with its .eh_frame_hdr table broken: "unsorted"
+# swaps its first two entries, "count" claims more entries than it holds.
+corrupt_hdr() {
+	python3 - "$@" <<'PY'
+import struct, subprocess, sys
+src, dst, how = sys.argv[1:4]
+data = bytearray(open(src, "rb").read())
+out = subprocess.run(["readelf", "-SW", src], capture_output=True, text=True).stdout
+for line in out.splitlines():
+    f = line.replace("[ ", "[").split()
+    if len(f) > 5 and f[1] == ".eh_frame_hdr":
+        off = int(f[4], 16)
+        break
+else:
+    sys.exit("no .eh_frame_hdr")
+assert data[off] == 1 and data[off + 2] == 0x03 and data[off + 3] == 0x3b
+count = struct.unpack_from("<I", data, off + 8)[0]
+table = off + 12
+if how == "unsorted":
+    a = data[table:table + 8]
+    data[table:table + 8] = data[table + 8:table + 16]
+    data[table + 8:table + 16] = a
+else:
+    struct.pack_into("<I", data, off + 8, count + 1000)
+open(dst, "wb").write(data)
+PY
+}
+
+@test "a broken .eh_frame_hdr is ignored for its module, with one warning naming it and why" {
+	for how in unsorted count; do
+		mkdir -p "$T/$how/.build-id"
+		corrupt_hdr "$D/solib/liboneexport.so" "$T/$how/liboneexport.so" "$how"
+		bid=$(readelf -n "$T/$how/liboneexport.so" | awk '/Build ID/ { print $3 }')
+		mkdir -p "$T/$how/.build-id/${bid:0:2}"
+		mv "$T/$how/liboneexport.so" "$T/$how/.build-id/${bid:0:2}/${bid:2}"
+		run -0 --separate-stderr sp-symbolize --module-dir "$T/$how" -o "$T/$how.sps" "$D/one.unw"
+		echo "$stderr"
+		[ "$(grep -c 'eh_frame_hdr' <<< "$stderr")" -eq 1 ]
+		case $how in
+		unsorted) grep -q "liboneexport.so' (read from '.*'): .eh_frame_hdr: table not sorted: ignored" <<< "$stderr" ;;
+		count) grep -q "liboneexport.so' (read from '.*'): .eh_frame_hdr: .*: ignored" <<< "$stderr" ;;
+		esac
+		run -0 frames "$T/$how.sps"
+		echo "$output"
+		fr=$output
+		# Nothing in the module is named from the table; the export keeps its name.
+		run -1 grep -q '|function-start|' <<< "$fr"
+		grep -q '^one_export||dynsym|' <<< "$fr"
+		grep -q '^liboneexport.so+0x[0-9a-f]*||address-only|' <<< "$fr"
+	done
+}
+
+@test "xz and liblzma as Debian ships them: each function its own frame" {
+	command -v xz
+	head -c 2000000 /dev/urandom > "$T/in"
+	seq 1 400000 >> "$T/in"
+	sp-capture -q -F 999 -o "$T/xz.raw" -- xz -9 -T1 -k -c "$T/in" > /dev/null
+	sp-unwind -o "$T/xz.unw" "$T/xz.raw"
+	sp-symbolize -o "$T/xz.sps" "$T/xz.unw"
+	sp-cat "$T/xz.sps" > "$T/xz.jsonl"
+	run -0 python3 "$TOP/tests/lib/symstacks.py" names "$T/xz.jsonl"
+	echo "$output" | head -n 30
+	# Many distinct functions of liblzma, none folded into one box.
+	[ "$(grep -c '^liblzma\.so[.0-9]*+0x[0-9a-f]* function-start ' <<< "$output")" -ge 5 ]
+	run -0 sp-fold "$T/xz.sps"
+	run -1 grep -q '\[liblzma' <<< "$output"
+	read -r total full named < <(python3 "$TOP/tests/lib/symstacks.py" complete "$T/xz.jsonl" lzma_code)
+	echo "total=$total complete=$full named=$named"
+	[ "$total" -ge 300 ]
+	[ "$((full * 100))" -ge "$((total * 95))" ]
+	[ "$((named * 100))" -ge "$((total * 95))" ]
+}
