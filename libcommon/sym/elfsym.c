@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "sym/elfsym.h"
+#include "sym/gopclntab.h"
 #include "sym/symtab.h"
 #include "unwind/ehhdr.h"
 #include "util/alloc.h"
@@ -28,6 +29,7 @@ struct sp_elfsym {
 	Dwarf_Addr bias;
 	bool tried_dwarf;
 	bool go;		/* a Go program: names as Go shows them */
+	struct sp_gopclntab *gotab;	/* its .gopclntab; NULL: none to trust */
 	/*
 	 * The file's .eh_frame, for function starts: the table of
 	 * .eh_frame_hdr (ntable entries at table, addresses from table_base)
@@ -56,37 +58,6 @@ char *sp_demangle(const char *name)
 	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 }
 
-/*
- * A Go function's name as Go's own tracebacks and pprof show it: the
- * linker's ABI suffix dropped (runtime.goexit.abi0 is runtime.goexit),
- * and the type arguments of a generic instantiation, which name the
- * compiler's shapes (main.sum[go.shape.int_0]), shown as "[...]".
- * Returns NULL when the name needs no change, or memory runs out.
- */
-static char *go_name(const char *s)
-{
-	size_t len = strlen(s);
-	static const char *const abi[] = { ".abi0", ".abiinternal" };
-	for (int i = 0; i < 2; i++) {
-		size_t n = strlen(abi[i]);
-		if (len > n && strcmp(s + len - n, abi[i]) == 0)
-			len -= n;
-	}
-	const char *open = memchr(s, '[', len), *close = NULL;
-	for (const char *p = s + len; open && p > open && !close; p--)
-		if (p[-1] == ']')
-			close = p - 1;
-	if (len == strlen(s) && !close)
-		return NULL;
-	if (!close)
-		return strndup(s, len);
-	char *d = malloc(len + 6);
-	if (d)
-		snprintf(d, len + 6, "%.*s[...]%.*s", (int)(open - s), s,
-			 (int)(s + len - close - 1), close + 1);
-	return d;
-}
-
 /* Keeps a string for the module's lifetime; NULL stays NULL. */
 static const char *keep(struct sp_elfsym *e, const char *s, bool demangle)
 {
@@ -94,7 +65,7 @@ static const char *keep(struct sp_elfsym *e, const char *s, bool demangle)
 		return NULL;
 	char *d = NULL;
 	if (demangle && e->o.demangle)
-		d = e->go ? go_name(s) : sp_demangle(s);
+		d = e->go ? sp_go_name(s) : sp_demangle(s);
 	if (!d)
 		d = strdup(s);
 	if (!d)
@@ -362,6 +333,11 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 		elf_has_section(elf, 0, ".note.go.buildid");
 	build_symtab(e);
 	open_function_starts(e, elf);
+	const char *why = NULL;
+	if (e->go && !(e->gotab = sp_gopclntab_open(elf, &why)) && why && !e->problem) {
+		snprintf(e->problem_buf, sizeof(e->problem_buf), ".gopclntab: %s", why);
+		e->problem = e->problem_buf;
+	}
 	return e;
 }
 
@@ -376,6 +352,7 @@ void sp_elfsym_free(struct sp_elfsym *e)
 {
 	if (!e)
 		return;
+	sp_gopclntab_free(e->gotab);
 	if (e->dwfl)
 		dwfl_end(e->dwfl);
 	sp_symtab_release(&e->syms);
@@ -528,6 +505,33 @@ static void call_site(Dwarf_Die *inl, Dwarf_Die *cu, const char **file, unsigned
 		*file = dwarf_filesrc(files, v, NULL, NULL);
 }
 
+/*
+ * A Go function without DWARF: its name, when no symbol gave one, and
+ * its file, line and inlined calls from the Go table.
+ */
+static void from_go_table(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
+{
+	unsigned flags = (e->o.lines ? SP_GOPCLN_LINES : 0) |
+			 (e->o.inline_frames ? SP_GOPCLN_INLINE : 0);
+	struct sp_gofunc gf;
+	if (sp_gopclntab_lookup(e->gotab, addr, flags, &gf) != 1)
+		return;
+	if (!r->name && gf.name) {
+		r->name = keep(e, gf.name, true);
+		r->offset = addr - gf.entry;
+		r->origin = "gopclntab";
+	}
+	r->file = keep(e, gf.file, false);
+	r->line = gf.line;
+	if (gf.ninl && (r->inl = calloc(gf.ninl, sizeof(*r->inl)))) {
+		for (size_t i = 0; i < gf.ninl; i++)
+			r->inl[i] = (struct sp_inline){ .name = keep(e, gf.inl[i].name, true),
+							.file = keep(e, gf.inl[i].file, false),
+							.line = gf.inl[i].line };
+		r->ninl = gf.ninl;
+	}
+}
+
 /* The last resort for an address no name covers: its function's start. */
 static void name_function_start(struct sp_elfsym *e, uint64_t addr, bool in_fde,
 				uint64_t fstart, struct sp_symres *r)
@@ -544,13 +548,17 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 	memset(r, 0, sizeof(*r));
 	const struct sp_sym *s = sp_symtab_find(&e->syms, addr);
 	uint64_t fstart = 0;
-	bool in_fde = (!s || !s->sized) && function_start(e, addr, &fstart);
+	struct sp_gofunc gf;
+	bool in_go = e->gotab && sp_gopclntab_lookup(e->gotab, addr, 0, &gf) == 1;
+	bool in_fde = !in_go && (!s || !s->sized) && function_start(e, addr, &fstart);
 	/*
 	 * A symbol without a size reaches addr only because no other symbol
 	 * starts in between (a stripped module keeps a few in .dynsym): it
-	 * does not name a function that starts after it.
+	 * does not name a function that starts after it.  Nor does a C
+	 * symbol of a cgo program name Go code.
 	 */
-	if (s && in_fde && fstart > s->start)
+	if (s && ((in_fde && fstart > s->start) ||
+		  (in_go && gf.entry != s->start && (!s->sized || gf.entry > s->start))))
 		s = NULL;
 	if (s) {
 		r->name = keep(e, s->name, true);
@@ -558,6 +566,8 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 		r->origin = e->sym_origin;
 	}
 	if (!(e->o.lines || e->o.inline_frames) || !sp_elfsym_has_debuginfo(e)) {
+		if (in_go)
+			from_go_table(e, addr, r);
 		name_function_start(e, addr, in_fde, fstart, r);
 		return;
 	}
