@@ -51,7 +51,8 @@ setup() {
 @test "a stripped program: one frame per function, at the function's start, the same split as its symbols" {
 	sp-symbolize -o "$T/a.sps" "$D/spin.unw"
 	debug_dir "$D/spin.full" "$T/dbg"
-	sp-symbolize --debug-dir "$T/dbg" -o "$T/b.sps" "$D/spin.unw"
+	# A relative --debug-dir is relative to the current directory.
+	(cd "$T" && sp-symbolize --debug-dir dbg -o "$T/b.sps" "$D/spin.unw")
 	sp-cat "$T/a.sps" > "$T/a.jsonl"
 	sp-cat "$T/b.sps" > "$T/b.jsonl"
 	run -0 python3 "$TOP/tests/lib/symstacks.py" pairs "$T/a.jsonl" "$T/b.jsonl" spin

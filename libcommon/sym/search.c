@@ -172,8 +172,16 @@ int sp_sym_search_finish(struct sp_sym_search *s)
 	sp_buf_adds(&b, "-:.debug");
 	if (s->cache_dir)
 		sp_buf_addf(&b, ":%s", s->cache_dir);
+	/*
+	 * libdwfl takes a relative directory as relative to the module's
+	 * own; a user means the current one.
+	 */
+	char cwd[4096];
 	for (size_t i = 0; i < s->ndebug_dirs; i++)
-		sp_buf_addf(&b, ":%s", s->debug_dirs[i]);
+		if (s->debug_dirs[i][0] != '/' && getcwd(cwd, sizeof(cwd)))
+			sp_buf_addf(&b, ":%s/%s", cwd, s->debug_dirs[i]);
+		else
+			sp_buf_addf(&b, ":%s", s->debug_dirs[i]);
 	if (!s->ndebug_dirs)
 		sp_buf_adds(&b, ":/usr/lib/debug");
 	if (b.oom) {
