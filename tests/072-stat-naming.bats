@@ -99,6 +99,8 @@ EOF
 
 setup() {
 	S=$BATS_TEST_TMPDIR/rec.sps
+	# The workload's path as the kernel reports its mapping.
+	SPIN=$(readlink -f "$WORKLOADS/spin")
 	W=$BATS_TEST_TMPDIR/w
 	mkdir -p "$W"
 }
@@ -139,17 +141,17 @@ build_id() {
 
 @test "the workload as built: full debug info, no fix, no advice" {
 	agrees "$BATS_FILE_TMPDIR/spin.sps"
-	module_json "$BATS_FILE_TMPDIR/spin.sps" "$WORKLOADS/spin" > "$BATS_TEST_TMPDIR/m"
+	module_json "$BATS_FILE_TMPDIR/spin.sps" "$SPIN" > "$BATS_TEST_TMPDIR/m"
 	# Its PLT entries have names from the symbol table only.
 	jq -e '.class == "debuginfo" and .fixes == [] and .origins.debuginfo * 10 > .frames * 9' "$BATS_TEST_TMPDIR/m"
 	# In nearly every sample: the samples of start-up in ld.so aside.
 	[ "$(jq .samples "$BATS_TEST_TMPDIR/m")" -ge $(($(summary "$BATS_FILE_TMPDIR/spin.sps" samples) * 9 / 10)) ]
 	run -0 sp-stat "$BATS_FILE_TMPDIR/spin.sps"
 	report=$output
-	[[ "$report" == *"names by module ("*"$WORKLOADS/spin: full debug info"* ]]
+	[[ "$report" == *"names by module ("*"$SPIN: full debug info"* ]]
 	run -1 grep -q 'has no symbols' <<< "$report"
 	# No fix under it.
-	run -0 grep -A1 -F "$WORKLOADS/spin: full debug info" <<< "$report"
+	run -0 grep -A1 -F "$SPIN: full debug info" <<< "$report"
 	[ "${#lines[@]}" -eq 2 ]
 	[[ "${lines[1]}" != *"->"* ]]
 }
@@ -236,7 +238,7 @@ build_id() {
 	agrees "$S"
 	libc=$(sp-cat -t module "$S" | jq -r 'select(.path | test("/libc\\.so")) | .path')
 	[ -n "$libc" ]
-	module_json "$S" "$WORKLOADS/spin" | jq -e '.class == "function-start" and .origins["function-start"] == .frames'
+	module_json "$S" "$SPIN" | jq -e '.class == "function-start" and .origins["function-start"] == .frames'
 	module_json "$S" /srv/gosvc/gosvc > "$BATS_TEST_TMPDIR/go"
 	jq -e '.class == "gopclntab" and (.fixes | length) == 1' "$BATS_TEST_TMPDIR/go"
 	# No build-id: the unstripped file goes at its path under --root.
@@ -248,20 +250,20 @@ build_id() {
 	jq -e --arg p "$libc" '.fixes == ["install its debug symbols: `dpkg -S \($p)` names its package PKG, then `apt install PKG-dbgsym` (from the debian-debug archive) or `apt install PKG-dbg`",
 		"or run sp-symbolize again with DEBUGINFOD_URLS=https://debuginfod.debian.net (or another debuginfod server), which finds its debug file by build-id"]' "$BATS_TEST_TMPDIR/libc"
 	run -0 sp-stat "$S"
-	[[ "$output" == *"$WORKLOADS/spin: function starts only (function-start 100.0%)"* ]]
+	[[ "$output" == *"$SPIN: function starts only (function-start 100.0%)"* ]]
 	[[ "$output" == *"/srv/gosvc/gosvc: Go table (gopclntab 100.0%)"$'\n'*"-> names and lines from the Go table"* ]]
 	[[ "$output" == *"$libc: symbols only (symtab "*"%, dynsym "*"%)"$'\n'*"-> install its debug symbols: \`dpkg -S $libc\`"* ]]
 	[[ "$output" == *"symbolization: "*"% address-only, "*"% function-start; missing files"* ]]
 	# The function-start module alone gets advice of its own; the Go
 	# table and the symbols name their frames.
 	sp-stat --json "$S" > "$BATS_TEST_TMPDIR/j"
-	jq -e --arg p "$WORKLOADS/spin" '[.diagnosis[] | select(.problem | test("has no symbols"))] |
+	jq -e --arg p "$SPIN" '[.diagnosis[] | select(.problem | test("has no symbols"))] |
 		length == 1 and (.[0].problem | startswith("\($p) has no symbols: ") and contains("100.0% are function-start"))
 		and (.[0].advice | startswith("keep the unstripped build"))' "$BATS_TEST_TMPDIR/j"
 	# The native frames without a name of their own are the function-start ones.
 	jq -e '.diagnosis | any(.problem | test("have no name \\(address-only\\) or only their function.s start \\(function-start\\)"))' "$BATS_TEST_TMPDIR/j"
 	jq -e '.symbolization | .function_start_pct > 0 and .origins["function-start"] > 0 and .origins.gopclntab > 0' "$BATS_TEST_TMPDIR/j"
-	jq -e --arg p "$WORKLOADS/spin" '.symbolization.modules_lacking_symbols | any(.path == $p and .function_start > 0)' "$BATS_TEST_TMPDIR/j"
+	jq -e --arg p "$SPIN" '.symbolization.modules_lacking_symbols | any(.path == $p and .function_start > 0)' "$BATS_TEST_TMPDIR/j"
 }
 
 @test "--check --max-unnamed-pct counts function-start frames, --max-address-only-pct does not" {
