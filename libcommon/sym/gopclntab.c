@@ -449,27 +449,81 @@ static int go_minor(Elf *elf, const struct sp_goregion *r, size_t n)
 	return minor;
 }
 
+/* The value of the symbol named name in .symtab; 0 when there is none. */
+static uint64_t symbol(Elf *elf, const char *name)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		size_t n = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Sym sym;
+			const char *s;
+			if (gelf_getsym(d, i, &sym) &&
+			    (s = elf_strptr(elf, sh.sh_link, sym.st_name)) &&
+			    strcmp(s, name) == 0)
+				return sym.st_value;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Where the table is: its own section, or, when the system's linker
+ * linked the program (cgo, -linkmode=external), inside .data.rel.ro
+ * between the symbols runtime.pclntab and runtime.epclntab.
+ */
+static const unsigned char *find_table(Elf *elf, const struct sp_goregion *r, size_t n,
+				       uint64_t *vaddr, size_t *len)
+{
+	GElf_Shdr sh;
+	Elf_Scn *scn = find_section(elf, ".gopclntab", &sh);
+	if (scn) {
+		Elf_Data *d = sh.sh_type != SHT_NOBITS ? elf_rawdata(scn, NULL) : NULL;
+		*vaddr = sh.sh_addr;
+		*len = d && d->d_buf ? d->d_size : 0;
+		return d && d->d_buf ? d->d_buf : (const unsigned char *)"";
+	}
+	uint64_t start = symbol(elf, "runtime.pclntab"), end = symbol(elf, "runtime.epclntab");
+	for (size_t i = 0; start && end > start && i < n; i++)
+		if (start >= r[i].vaddr && end - r[i].vaddr <= r[i].len) {
+			*vaddr = start;
+			*len = end - start;
+			return r[i].p + (start - r[i].vaddr);
+		}
+	return NULL;
+}
+
 struct sp_gopclntab *sp_gopclntab_open(Elf *elf, const char **why)
 {
-	GElf_Shdr sh, tsh;
+	GElf_Shdr tsh;
 	*why = NULL;
 	/* Without section headers there is no name to find it by. */
-	Elf_Scn *scn = elf ? find_section(elf, ".gopclntab", &sh) : NULL;
-	if (!scn || sh.sh_type == SHT_NOBITS)
+	if (!elf)
 		return NULL;
-	Elf_Data *d = elf_rawdata(scn, NULL);
-	if (!d || !d->d_buf || d->d_size < 8) {
-		*why = "truncated";
-		return NULL;
-	}
 	struct sp_goimage img = { 0 };
 	struct sp_goregion *r = elf_regions(elf, &img.nregions);
+	uint64_t vaddr;
+	size_t len;
+	const unsigned char *p = find_table(elf, r, img.nregions, &vaddr, &len);
+	if (!p) {
+		free(r);
+		return NULL;
+	}
+	if (len < 8) {
+		*why = "truncated";
+		free(r);
+		return NULL;
+	}
 	img.regions = r;
 	if (find_section(elf, ".text", &tsh))
 		img.text = tsh.sh_addr;
 	img.go_minor = go_minor(elf, r, img.nregions);
-	struct sp_gopclntab *t = sp_gopclntab_from_bytes(d->d_buf, d->d_size,
-							  sh.sh_addr, &img, why);
+	struct sp_gopclntab *t = sp_gopclntab_from_bytes(p, len, vaddr, &img, why);
 	free(r);
 	return t;
 }
