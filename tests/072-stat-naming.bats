@@ -266,6 +266,25 @@ build_id() {
 	jq -e --arg p "$SPIN" '.symbolization.modules_lacking_symbols | any(.path == $p and .function_start > 0)' "$BATS_TEST_TMPDIR/j"
 }
 
+@test "a module recorded by its content, without a build-id: neither build-id paths nor debuginfod" {
+	sp-cat "$BATS_FILE_TMPDIR/spin.sps" | python3 -c '
+import json, sys
+spin = set()
+for line in sys.stdin:
+	r = json.loads(line)
+	if r["t"] == "module" and r["path"] == sys.argv[1]:
+		r["content_id"] = r.pop("build_id")
+		spin.add(r["id"])
+	if r["t"] == "frame" and r.get("module") in spin and not r.get("flags", 0) & 8:
+		r["origin"] = "function-start"
+	print(json.dumps(r, separators=(",", ":")))' "$SPIN" > "$BATS_TEST_TMPDIR/c.jsonl"
+	sps_from_json "$BATS_TEST_TMPDIR/c.jsonl" "$S"
+	agrees "$S"
+	module_json "$S" "$SPIN" > "$BATS_TEST_TMPDIR/m"
+	# Its unstripped build has another content, which sp-symbolize refuses.
+	jq -e '.class == "function-start" and .fixes == ["keep the unstripped build and record it instead: a file recorded by its content (sp-capture --archive, as it has no build-id) is never taken for another; or link it with -Wl,--build-id"]' "$BATS_TEST_TMPDIR/m"
+}
+
 @test "--check --max-unnamed-pct counts function-start frames, --max-address-only-pct does not" {
 	sp-cat "$BATS_FILE_TMPDIR/spin.sps" > "$BATS_TEST_TMPDIR/in.jsonl"
 	python3 "$BATS_FILE_TMPDIR/rewrite.py" "$BATS_TEST_TMPDIR/in.jsonl" "$BATS_TEST_TMPDIR/out.jsonl"

@@ -156,6 +156,7 @@ struct modcount {
 	uint64_t address_only, function_start, frames;	/* its frame records */
 	bool file;		/* a file of its own: not the vDSO, the kernel, JIT code */
 	char id[2 * SP_BUILD_ID_MAX + 1];	/* its latest recorded identity, in hex */
+	bool content_id;	/* ... the SHA-1 of its content, not a build-id */
 	uint64_t samples;	/* samples whose stack has a frame in it */
 	uint64_t sframes[NORIGINS + 1];	/* those frames (one per sample), by origin */
 	uint64_t seen;		/* the symstack being read last had a frame in it... */
@@ -423,9 +424,13 @@ static void take_module_file(struct modcount *c, const msgpack_object *m,
 	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
 		other = other || (kn == strlen(others[i]) && memcmp(k, others[i], kn) == 0);
 	c->file = !other && ((kn == 3 && memcmp(k, "elf", 3) == 0) || mi->path[0] == '/');
-	if (!sp_map_bin(m, "build_id", (const void **)&id, &n) &&
-	    !sp_map_bin(m, "content_id", (const void **)&id, &n))
-		return;
+	c->id[0] = 0;
+	c->content_id = false;
+	if (!sp_map_bin(m, "build_id", (const void **)&id, &n)) {
+		if (!sp_map_bin(m, "content_id", (const void **)&id, &n))
+			return;
+		c->content_id = true;
+	}
 	if (n > SP_BUILD_ID_MAX)
 		n = SP_BUILD_ID_MAX;
 	for (size_t i = 0; i < n; i++)
@@ -939,7 +944,7 @@ static int cmp_mod(const void *a, const void *b)
 
 /* One piece of advice: what is wrong, and the exact change. */
 struct advice {
-	char what[512], fix[1024];
+	char what[512], fix[2048];
 };
 
 static void advise(struct advice *a, size_t *n, const char *what, const char *fmt, ...)
@@ -1092,7 +1097,7 @@ static bool packaged(const char *p)
 #define MAX_FIXES 3
 
 struct fix {
-	char s[640];
+	char s[1024];
 };
 
 static void add_fix(struct fix *f, size_t *n, const char *fmt, ...)
@@ -1109,8 +1114,9 @@ static void add_fix(struct fix *f, size_t *n, const char *fmt, ...)
 }
 
 /*
- * Where a module's own file goes for sp-symbolize to find it: by its
- * identity under --module-dir, or at its path under --root.
+ * Where sp-symbolize takes the recorded file of a module from: by its
+ * identity under --module-dir, or, recorded without one, at its path
+ * under --root.
  */
 static void file_place(const struct modcount *c, char *out, size_t len)
 {
@@ -1118,6 +1124,24 @@ static void file_place(const struct modcount *c, char *out, size_t len)
 		snprintf(out, len, "--module-dir DIR, the file at DIR/.build-id/%.2s/%s", c->id, c->id + 2);
 	else
 		snprintf(out, len, "--root DIR, the file at DIR%s", c->path);
+}
+
+/*
+ * How sp-symbolize is given the unstripped build of a module instead:
+ * as its recorded file, since stripping keeps a build-id.  A file
+ * recorded by its content (sp-capture --archive, for a file without a
+ * build-id) is not the unstripped one, whose content differs.
+ */
+static void unstripped_place(const struct modcount *c, char *out, size_t len)
+{
+	char place[384];
+	if (c->content_id) {
+		snprintf(out, len, "record it instead: a file recorded by its content (sp-capture --archive, "
+			 "as it has no build-id) is never taken for another; or link it with -Wl,--build-id");
+		return;
+	}
+	file_place(c, place, sizeof(place));
+	snprintf(out, len, "run sp-symbolize again with %s", place);
 }
 
 /*
@@ -1129,15 +1153,16 @@ static void file_place(const struct modcount *c, char *out, size_t len)
 static size_t module_fixes(const struct stats *st, const struct modcount *c, enum naming nm,
 			   struct fix *f)
 {
-	char place[384];
+	char place[384], unstripped[512];
 	size_t n = 0;
-	bool id = strlen(c->id) > 2;
-	file_place(c, place, sizeof(place));
+	bool build_id = strlen(c->id) > 2 && !c->content_id;
 	if (nm == N_DEBUGINFO || nm == N_COUNT)
 		return 0;
+	file_place(c, place, sizeof(place));
+	unstripped_place(c, unstripped, sizeof(unstripped));
 	if (nm == N_GOPCLNTAB) {
 		add_fix(f, &n, "names and lines from the Go table; for full inline and variable info keep "
-			"the unstripped build (no -ldflags='-s -w') and run sp-symbolize again with %s", place);
+			"the unstripped build (no -ldflags='-s -w') and %s", unstripped);
 		return n;
 	}
 	if (nm == N_ADDRESS_ONLY && (st->modules_missing || st->modules_mismatched))
@@ -1148,19 +1173,18 @@ static size_t module_fixes(const struct stats *st, const struct modcount *c, enu
 		add_fix(f, &n, "install its debug symbols: `dpkg -S %s` names its package PKG, then "
 			"`apt install PKG-dbgsym` (from the debian-debug archive) or `apt install PKG-dbg`",
 			c->path);
-		if (id)
+		if (build_id)
 			add_fix(f, &n, "or run sp-symbolize again with DEBUGINFOD_URLS=https://debuginfod.debian.net "
 				"(or another debuginfod server), which finds its debug file by build-id");
 		return n;
 	}
-	if (id)
-		add_fix(f, &n, "keep the unstripped build and run sp-symbolize again with --module-dir DIR, "
-			"the file at DIR/.build-id/%.2s/%s, or with --debug-dir DIR, its debug file "
+	if (build_id)
+		add_fix(f, &n, "keep the unstripped build and %s, or with --debug-dir DIR, its debug file "
 			"(objcopy --only-keep-debug) at DIR/.build-id/%.2s/%s.debug",
-			c->id, c->id + 2, c->id, c->id + 2);
+			unstripped, c->id, c->id + 2);
 	else
-		add_fix(f, &n, "keep the unstripped build and run sp-symbolize again with %s", place);
-	if (id)
+		add_fix(f, &n, "keep the unstripped build and %s", unstripped);
+	if (build_id)
 		add_fix(f, &n, "or run sp-symbolize again with DEBUGINFOD_URLS naming a debuginfod server "
 			"that has build-id %s", c->id);
 	return n;
