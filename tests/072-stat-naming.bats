@@ -58,8 +58,9 @@ EOF
 	# module get origin function-start, named as sp-symbolize names them;
 	# libm becomes a stripped Go program's file, without a build-id,
 	# whose frames are named from the Go table; libc's frames have
-	# symbols only, most from .symtab and those of the second thread's
-	# start from .dynsym.
+	# symbols only, from .symtab but for clone3, at the second thread's
+	# start, from .dynsym: each of its samples has start_thread above
+	# clone3, and the main thread's two of the C library's start-up.
 	cat > "$d/rewrite.py" <<'EOF'
 import json, sys
 byid = {}
@@ -85,7 +86,7 @@ with open(sys.argv[2], "w") as out:
 				r["origin"] = "gopclntab"
 				r["name"] = "main.hot"
 			elif base.startswith("libc.so"):
-				r["origin"] = "dynsym" if r["name"] in ("start_thread", "clone3") else "symtab"
+				r["origin"] = "dynsym" if r["name"] in ("clone3", "__clone3", "clone", "__clone") else "symtab"
 				for k in ("file", "line", "inline"):
 					r.pop(k, None)
 		out.write(json.dumps(r, separators=(",", ":")) + "\n")
