@@ -353,6 +353,8 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	if (!e)
 		return;
 	sp_gopclntab_free(e->gotab);
+	if (e->cfi)
+		dwarf_cfi_end(e->cfi);
 	if (e->dwfl)
 		dwfl_end(e->dwfl);
 	sp_symtab_release(&e->syms);
