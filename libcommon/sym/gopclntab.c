@@ -208,8 +208,12 @@ static int parse_header116(struct sp_gopclntab *t, const char **why)
 		t->text = w[k++];
 	uint64_t names = w[k], cu = w[k + 1], files = w[k + 2], pc = w[k + 3], ln = w[k + 4];
 	if (!(8 + nwords * ps <= names && names <= cu && cu <= files && files <= pc &&
-	      pc <= ln && ln <= t->len)) {
+	      pc <= ln)) {
 		*why = "offset out of range";
+		return -1;
+	}
+	if (ln >= t->len) {
+		*why = "truncated";
 		return -1;
 	}
 	t->names = names, t->names_end = cu;
@@ -640,7 +644,8 @@ static int32_t pcvalue(const struct sp_gopclntab *t, const struct func *f,
 			return -1;
 		if (varint(t, &pos, t->pctab_end, &pd) < 0)
 			return -1;
-		val += (int32_t)((uv >> 1) ^ -(uv & 1));
+		/* Wrapping, as Go's own reader does. */
+		val = (int32_t)((uint32_t)val + ((uv >> 1) ^ -(uv & 1)));
 		at += (uint64_t)pd * t->quantum;
 		if (pc < at)
 			return val;
