@@ -84,6 +84,7 @@ EOF
 		export GOCACHE=$BATS_FILE_TMPDIR/gocache HOME=$BATS_FILE_TMPDIR GOFLAGS=-buildvcs=false
 		go build -o "$BATS_FILE_TMPDIR/plain" .
 		go build -ldflags='-s -w' -o "$BATS_FILE_TMPDIR/stripped" .
+		go build -buildmode=pie -ldflags='-s -w' -o "$BATS_FILE_TMPDIR/pie" .
 	)
 }
 
@@ -188,6 +189,28 @@ insn_addrs() {
 	run -0 "$DUMP" "$BATS_FILE_TMPDIR/stripped" "$a"
 	[ "${#lines[@]}" -eq 1 ]
 	[[ ${lines[0]} == "$a main.(*Server).handle "*/main.go:13 ]]
+}
+
+@test "gopclntab: a position-independent build keeps its table in .data.rel.ro.gopclntab" {
+	run -0 readelf -S -W "$BATS_FILE_TMPDIR/pie"
+	[[ $output == *.data.rel.ro.gopclntab* ]]
+	run -0 "$DUMP" "$BATS_FILE_TMPDIR/stripped"
+	want=("${lines[@]}")
+	run -0 "$DUMP" "$BATS_FILE_TMPDIR/pie"
+	[ "${lines[0]}" = "${want[0]}" ]
+	printf '%s\n' "${lines[@]:1}" | cut -d' ' -f3- > "$BATS_TEST_TMPDIR/pie"
+	printf '%s\n' "${want[@]:1}" | cut -d' ' -f3- > "$BATS_TEST_TMPDIR/exe"
+	main=$(printf '%s\n' "${lines[@]}" | grep ' main\.main$')
+	run -0 diff "$BATS_TEST_TMPDIR/pie" "$BATS_TEST_TMPDIR/exe"
+	# main.main's chain of inlined calls, somewhere in its code.
+	read -r start end _ <<< "$main"
+	addrs=()
+	for ((a = 0x$start; a < 0x$end; a++)); do addrs+=("$(printf %x "$a")"); done
+	run -0 "$DUMP" "$BATS_FILE_TMPDIR/pie" "${addrs[@]}"
+	printf '%s\n' "${lines[@]}" | grep -A2 ' main\.main .*/main\.go:55$' > "$BATS_TEST_TMPDIR/chains"
+	grep -q -x '  inl main\.small .*/main\.go:21' "$BATS_TEST_TMPDIR/chains"
+	run -0 grep -c -x '  inl main\.middle .*/main\.go:25' "$BATS_TEST_TMPDIR/chains"
+	[ "$output" -ge 2 ]
 }
 
 @test "gopclntab: a file without a Go table, and a damaged table, are told apart" {

@@ -477,7 +477,8 @@ static uint64_t symbol(Elf *elf, const char *name)
 }
 
 /*
- * Where the table is: its own section, or, when the system's linker
+ * Where the table is: its own section (.gopclntab, or in a
+ * position-independent executable .data.rel.ro.gopclntab), or, when the system's linker
  * linked the program (cgo, -linkmode=external), inside .data.rel.ro
  * between the symbols runtime.pclntab and runtime.epclntab.
  */
@@ -486,6 +487,8 @@ static const unsigned char *find_table(Elf *elf, const struct sp_goregion *r, si
 {
 	GElf_Shdr sh;
 	Elf_Scn *scn = find_section(elf, ".gopclntab", &sh);
+	if (!scn)	/* where a position-independent build keeps it */
+		scn = find_section(elf, ".data.rel.ro.gopclntab", &sh);
 	if (scn) {
 		Elf_Data *d = sh.sh_type != SHT_NOBITS ? elf_rawdata(scn, NULL) : NULL;
 		*vaddr = sh.sh_addr;
