@@ -33,7 +33,8 @@ bench_workloads() {
 		   "5  peak RSS" "6  stack completeness" "sp-flame 100k lines" \
 		   "8  runtimes" "8a C: spin" "8b C in a SIGPROF handler" "8c Node" \
 		   "8d Java" "8e CPython" "8f Go" "9  attaching" "9a 50 processes" \
-		   "9b one process of 500 threads"; do
+		   "9b one process of 500 threads" "10 stripped binaries" "10a Go" \
+		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -50,9 +51,28 @@ bench_workloads() {
 	grep -A 3 '^8a C: spin' <<< "$out" | grep -qE '^   engines agree \(frames, both complete\) +[0-9.]+%'
 	grep -A 3 '^8b C in a SIGPROF' <<< "$out" | grep -qE '^   complete stacks, --engine=libunwind +[0-9.]+%'
 	check_attach_rows "$out"
+	check_stripped_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
 	run -0 comm -13 <(echo "$before") <(bench_maps)
 	[ -z "$output" ]
+}
+
+# check_stripped_rows OUTPUT: figure 10 has, for each of its four
+# binaries, the complete stacks and the frames with a function judged
+# (or why not: a toolchain that is not installed); the stripped C
+# workload always has figures, perf's beside ours.
+check_stripped_rows() {
+	local -
+	set -o pipefail
+	local rows
+	rows=$(grep -cE '^   complete stacks; perf: --call-graph dwarf +([0-9.]+% .*>= perf +(met|not met)|- .*(unavailable|not measured))' <<< "$1")
+	[ "$rows" -eq 4 ]
+	rows=$(grep -cE '^   frames with a function; perf: dwarf +([0-9.]+% .*>= 99% +(met|not met)|- .*(unavailable|not measured))' <<< "$1")
+	[ "$rows" -eq 4 ]
+	grep -A 6 '^10b C: spin' <<< "$1" |
+		grep -qE '^   complete stacks; perf: -g +[0-9.]+% +[0-9.]+% '
+	grep -A 6 '^10b C: spin' <<< "$1" |
+		grep -qE '^   frames with a function; perf: dwarf +[0-9.]+% +[0-9.]+% '
 }
 
 # check_attach_rows OUTPUT: figure 9 has, for each of its two workloads,
