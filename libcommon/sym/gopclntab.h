@@ -97,6 +97,7 @@ void sp_gopclntab_free(struct sp_gopclntab *t);
  * return address): 1 with *out filled, valid until the next lookup or
  * free; 0 when no function holds addr or its entry is damaged.  flags:
  * SP_GOPCLN_LINES, SP_GOPCLN_INLINE, or 0 for the name alone (fastest).
+ * A lookup writes the table's result storage: one thread at a time.
  */
 int sp_gopclntab_lookup(struct sp_gopclntab *t, uint64_t addr, unsigned flags,
 			struct sp_gofunc *out);
