@@ -394,7 +394,11 @@ static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
 	return NULL;
 }
 
-/* Every allocated section with bytes in the file, as an image region. */
+/*
+ * Every allocated section with bytes in the file, as an image region;
+ * not code, where nothing the table points to lies (and whose bytes a
+ * handle not opened with ELF_C_READ_MMAP would read into memory).
+ */
 static struct sp_goregion *elf_regions(Elf *elf, size_t *n)
 {
 	size_t shstrndx, cap = 0;
@@ -407,6 +411,7 @@ static struct sp_goregion *elf_regions(Elf *elf, size_t *n)
 		GElf_Shdr sh;
 		Elf_Data *d;
 		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC) ||
+		    (sh.sh_flags & SHF_EXECINSTR) ||
 		    sh.sh_type == SHT_NOBITS || !(d = elf_rawdata(scn, NULL)) ||
 		    !d->d_buf || !d->d_size)
 			continue;
