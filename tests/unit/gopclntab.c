@@ -3,15 +3,20 @@
  * (Go 1.2, 1.16, 1.18, 1.20), in both byte orders and both pointer
  * sizes: three functions with names, file:line tables and one inlined
  * call; then damaged tables, refused with the reason or, when the
- * damage is in one function, that function alone not found.
+ * damage is in one function, that function alone not found; then ELF
+ * files written here: moduledata found in writable data, the 1.2
+ * layout's inline frames only for the Go release .go.buildinfo names,
+ * the table of an externally linked program found by its symbols.
  *
  * With SP_UNIT_GOPCLN_SEEDS=DIR in the environment the test
  * gopclntab_fuzz_seeds writes the tables as fuzz/fuzz-gopclntab's
  * input (fuzz/make-corpus does that).
  */
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sym/gopclntab.h"
 #include "unit.h"
@@ -573,4 +578,197 @@ SP_TEST(gopclntab_fuzz_seeds)
 			fwrite(g.img, 1, g.imglen, fp);
 			SP_CHECK(fclose(fp) == 0);
 		}
+}
+
+/* ---- through an ELF file ---- */
+
+struct sec {
+	const char *name;
+	uint32_t type;
+	uint64_t flags, addr;
+	const void *p;
+	size_t len;
+};
+
+/* An x86-64 ELF executable of the given sections in a temporary file; its descriptor. */
+static int write_elf(const struct sec *s, int n)
+{
+	char path[] = "/tmp/sp-unit-gopcln-XXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	elf_version(EV_CURRENT);
+	Elf *e = elf_begin(fd, ELF_C_WRITE, NULL);
+	Elf64_Ehdr *eh = e ? elf64_newehdr(e) : NULL;
+	if (!eh) {
+		close(fd);
+		return -1;
+	}
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_machine = EM_X86_64;
+	eh->e_type = ET_EXEC;
+	eh->e_version = EV_CURRENT;
+	static char names[512];
+	size_t nlen = 1;
+	for (int i = 0; i <= n; i++) {
+		const struct sec *x = i < n ? &s[i] : &(struct sec){ ".shstrtab", SHT_STRTAB };
+		Elf_Scn *scn = elf_newscn(e);
+		Elf_Data *d = elf_newdata(scn);
+		Elf64_Shdr *sh = elf64_getshdr(scn);
+		sh->sh_name = nlen;
+		strcpy(names + nlen, x->name);
+		nlen += strlen(x->name) + 1;
+		sh->sh_type = x->type;
+		sh->sh_flags = x->flags;
+		sh->sh_addr = x->addr;
+		sh->sh_addralign = 8;
+		d->d_buf = (void *)x->p;
+		d->d_size = x->len;
+		d->d_align = 8;
+		if (x->type == SHT_SYMTAB) {
+			sh->sh_link = i + 2;	/* the .strtab that follows it */
+			sh->sh_entsize = sizeof(Elf64_Sym);
+			d->d_type = ELF_T_SYM;
+		}
+		if (i == n) {
+			d->d_buf = names;
+			d->d_size = nlen;
+			eh->e_shstrndx = elf_ndxscn(scn);
+		}
+	}
+	int ok = elf_update(e, ELF_C_WRITE) >= 0;
+	elf_end(e);
+	if (!ok) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* An ELF file of those sections, open: its table, the handle and the descriptor. */
+struct elf_file {
+	int fd;
+	Elf *e;
+	struct sp_gopclntab *t;
+	const char *why;
+};
+
+static void open_elf(struct elf_file *f, const struct sec *s, int n)
+{
+	f->fd = write_elf(s, n);
+	SP_CHECK(f->fd >= 0);
+	f->e = f->fd >= 0 ? elf_begin(f->fd, ELF_C_READ_MMAP, NULL) : NULL;
+	f->why = "no ELF";
+	f->t = f->e ? sp_gopclntab_open(f->e, &f->why) : NULL;
+}
+
+/* The table first: it points into the handle's mapping. */
+static void close_elf(struct elf_file *f)
+{
+	sp_gopclntab_free(f->t);
+	if (f->e)
+		elf_end(f->e);
+	if (f->fd >= 0)
+		close(f->fd);
+}
+
+static const unsigned char code[0xc0];
+
+/* .go.buildinfo as Go 1.13-1.17 write it: a pointer to the version's string header. */
+static void buildinfo(unsigned char *b, uint64_t vaddr, uint64_t str, size_t len)
+{
+	memset(b, 0, 48);
+	memcpy(b, "\xff Go buildinf:", 14);
+	b[14] = 8;
+	put(b, 16, vaddr + 32, 8, false);
+	put(b, 32, str, 8, false);
+	put(b, 40, len, 8, false);
+}
+
+SP_TEST(gopclntab_elf_go115_inline_from_buildinfo)
+{
+	static const char *const versions[] = { "go1.15.2", "go1.13" };
+	for (int v = 0; v < 2; v++) {
+		struct gb g;
+		build(&g, 12, 8, false);
+		unsigned char bi[48];
+		buildinfo(bi, 0x710000, 0x700000, strlen(versions[v]));
+		struct sec s[] = {
+			{ ".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, TEXT, code, sizeof(code) },
+			{ ".rodata", SHT_PROGBITS, SHF_ALLOC, 0x700000, versions[v], strlen(versions[v]) },
+			{ ".gopclntab", SHT_PROGBITS, SHF_ALLOC, TABLE, g.t, g.len },
+			{ ".noptrdata", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, IMAGE, g.img, g.imglen },
+			{ ".go.buildinfo", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, 0x710000, bi, sizeof(bi) },
+		};
+		struct elf_file ef;
+		open_elf(&ef, s, 5);
+		struct sp_gopclntab *t = ef.t;
+		SP_CHECK(t != NULL);
+		if (t) {
+			SP_CHECK_STR(sp_gopclntab_layout(t), "1.2");
+			SP_CHECK(sp_gopclntab_has_inline(t) == (v == 0));
+			struct sp_gofunc f;
+			SP_CHECK(sp_gopclntab_lookup(t, TEXT + 0x58, SP_GOPCLN_INLINE, &f) == 1);
+			SP_CHECK(f.ninl == (v == 0 ? 1u : 0u));
+			SP_CHECK(f.line == (v == 0 ? 20u : 5u));
+		}
+		close_elf(&ef);
+	}
+}
+
+SP_TEST(gopclntab_elf_moduledata_found)
+{
+	struct gb g;
+	build(&g, 120, 8, false);
+	struct sec s[] = {
+		{ ".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, TEXT, code, sizeof(code) },
+		{ ".gopclntab", SHT_PROGBITS, SHF_ALLOC, TABLE, g.t, g.len },
+		{ ".noptrdata", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, IMAGE, g.img, g.imglen },
+	};
+	struct elf_file ef;
+	open_elf(&ef, s, 3);
+	SP_CHECK(ef.t && sp_gopclntab_has_inline(ef.t));
+	struct sp_gofunc f;
+	SP_CHECK(ef.t && sp_gopclntab_lookup(ef.t, TEXT + 0x58, SP_GOPCLN_INLINE, &f) == 1 &&
+		 f.ninl == 1);
+	close_elf(&ef);
+	/* moduledata in a read-only section is not looked for there. */
+	s[2].flags = SHF_ALLOC;
+	s[2].name = ".rodata";
+	open_elf(&ef, s, 3);
+	SP_CHECK(ef.t && !sp_gopclntab_has_inline(ef.t));
+	close_elf(&ef);
+}
+
+/* Linked by the system's linker: the table inside .data.rel.ro, found by its symbols. */
+SP_TEST(gopclntab_elf_table_by_symbols)
+{
+	struct gb g;
+	build(&g, 118, 8, false);
+	static unsigned char relro[4096];
+	memcpy(relro + 0x100, g.t, g.len);
+	Elf64_Sym syms[3] = { { 0 } };
+	char strs[] = "\0runtime.pclntab\0runtime.epclntab";
+	syms[1] = (Elf64_Sym){ .st_name = 1, .st_value = TABLE + 0x100, .st_shndx = 2 };
+	syms[2] = (Elf64_Sym){ .st_name = 17, .st_value = TABLE + 0x100 + g.len, .st_shndx = 2 };
+	struct sec s[] = {
+		{ ".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, TEXT, code, sizeof(code) },
+		{ ".data.rel.ro", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, TABLE, relro, sizeof(relro) },
+		{ ".noptrdata", SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, IMAGE, g.img, g.imglen },
+		{ ".symtab", SHT_SYMTAB, 0, 0, syms, sizeof(syms) },
+		{ ".strtab", SHT_STRTAB, 0, 0, strs, sizeof(strs) },
+	};
+	struct elf_file ef;
+	open_elf(&ef, s, 5);
+	SP_CHECK(ef.t != NULL);
+	struct sp_gofunc f;
+	SP_CHECK(ef.t && sp_gopclntab_lookup(ef.t, TEXT + 0x80, 0, &f) == 1);
+	if (ef.t)
+		SP_CHECK_STR(f.name, "main.sum[...]");
+	close_elf(&ef);
+	/* Without the symbols, and without the section, there is no table. */
+	open_elf(&ef, s, 3);
+	SP_CHECK(ef.t == NULL && ef.why == NULL);
+	close_elf(&ef);
 }
