@@ -252,11 +252,15 @@ insn_addrs() {
 		[ "$minor" -ge 20 ] && want=1.20
 		[ "$minor" -lt 18 ] && want=1.16
 		[ "$minor" -lt 16 ] && want=1.2
+		# Before 1.16 the inline tree's indices changed between
+		# releases: the reader takes only 1.15's.
+		want_inl=yes
+		[ "$minor" -lt 16 ] && [ "$minor" -ne 15 ] && want_inl=no
 		"$DUMP" "$f" > "$BATS_TEST_TMPDIR/all"
 		read -r _ layout _ n _ inl < "$BATS_TEST_TMPDIR/all"
 		echo "$f $v: layout $layout, $n functions, inline $inl"
 		[ "$layout" = "$want" ]
-		[ "$inl" = yes ]
+		[ "$inl" = "$want_inl" ]
 		grep -q ' main\.main$' "$BATS_TEST_TMPDIR/all"
 		grep -q ' runtime\.main$' "$BATS_TEST_TMPDIR/all"
 		run -1 grep -c -v -E '^[0-9a-f]+ [0-9a-f]+ [[:graph:]][[:print:]]*$' <(tail -n +2 "$BATS_TEST_TMPDIR/all")
@@ -274,7 +278,7 @@ insn_addrs() {
 		inls=$(grep -c '^  inl ' "$BATS_TEST_TMPDIR/pos" || true)
 		good=$(grep -c -E '^  inl [[:graph:]].* [[:graph:]]+\.go:[1-9][0-9]*$' "$BATS_TEST_TMPDIR/pos" || true)
 		echo "  half-way in: $inls inline frames, $good with a name and a position"
-		[ "$inls" -gt 0 ]
+		[ "$inls" -gt 0 ] || [ "$want_inl" = no ]
 		[ "$good" -eq "$inls" ]
 		# DWARF, when there is any, gives the same chains of positions
 		# (binutils' addr2line -i: innermost first, as ours).
