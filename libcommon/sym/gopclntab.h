@@ -77,8 +77,12 @@ struct sp_goimage {
  * it).  Returns NULL when the file has no Go table (*why = NULL) or
  * when it is unusable (*why = a static string saying why: "truncated",
  * "function table not sorted", "offset out of range", "unknown magic
- * 0x...").  An ELF file without section headers has no table here:
- * the table is found by its section name, as Go's own tools find it.
+ * 0x...").  The table is found by its section (.gopclntab, or
+ * .data.rel.ro.gopclntab in a position-independent executable) or, in
+ * a program the system's linker linked, between the symbols
+ * runtime.pclntab and runtime.epclntab; so an ELF file without section
+ * headers has no table here.  The "0x..." reason is kept per thread
+ * until the next such failure.
  */
 struct sp_gopclntab *sp_gopclntab_open(Elf *elf, const char **why);
 
