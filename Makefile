@@ -135,7 +135,8 @@ $(BUILD)/unit/sp-unit: $(UNIT_SRC:%.c=$(BUILD)/%.o) $(TOOL_SUPPORT) \
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -liberty -lm
 
-$(TEST_DRIVERS): $(BUILD)/tests/%: $(BUILD)/tests/lib/%.o $(call layer_lib,sym) $(call layer_lib,util)
+$(TEST_DRIVERS): $(BUILD)/tests/%: $(BUILD)/tests/lib/%.o $(call layer_lib,sym) $(call layer_lib,unwind) \
+	$(call layer_lib,util)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sym/gopclntab.h"
+#include "unwind/gopclntab.h"
 
 #define TABLE	0x500000u
 #define IMAGE	0x600000u

@@ -203,3 +203,138 @@ PY
 	[ "$((full * 100))" -ge "$((total * 95))" ]
 	[ "$((named * 100))" -ge "$((total * 95))" ]
 }
+
+# go_build OUT SRC [FLAGS...]: a Go program built from SRC alone, with
+# Debian's Go, its caches in the test's directory.
+go_build() {
+	local out=$1 src=$2 d
+	shift 2
+	d=$(dirname "$out")/$(basename "$out").src
+	mkdir -p "$d"
+	cp "$src" "$d/main.go"
+	printf 'module prog\ngo 1.18\n' > "$d/go.mod"
+	(cd "$d" && GOCACHE=$BATS_FILE_TMPDIR/gocache GOPATH=$BATS_FILE_TMPDIR/gopath \
+		GOFLAGS=-mod=mod go build "$@" -o "$out" .)
+}
+
+@test "Go built with -ldflags=-s -w: named from its Go table, unwound whole to runtime.goexit" {
+	go_build "$T/gospin" "$TOP/tests/workloads/gospin.go" -ldflags="-s -w"
+	run -0 readelf -SW "$T/gospin"
+	run -1 grep -q -e ' .symtab ' -e ' .debug_' -e ' .eh_frame ' <<< "$output"
+	sp-capture -q -F 999 -o "$T/go.raw" -- "$T/gospin" 3
+	sp-unwind -o "$T/go.unw" "$T/go.raw"
+	sp-symbolize -o "$T/go.sps" "$T/go.unw"
+	sp-cat "$T/go.sps" > "$T/go.jsonl"
+	read -r total full named < <(python3 "$TOP/tests/lib/symstacks.py" complete "$T/go.jsonl" main.hot)
+	echo "total=$total complete=$full named=$named"
+	[ "$total" -ge 1000 ]
+	[ "$((full * 100))" -ge "$((total * 99))" ]
+	[ "$((named * 100))" -ge "$((total * 99))" ]
+	# Whole stacks, as the unstripped build's: the frameless leaf's caller
+	# (main.mix) is there, and every one ends at runtime.goexit.
+	run -0 sp-fold "$T/go.sps"
+	hot=$(grep ';main\.hot ' <<< "$output")
+	echo "$hot" | head -n 5
+	through=$(grep -E '^gospin;runtime\.goexit;(runtime\.main;main\.main|main\.main\.func2;main\.main\.func1);main\.work;main\.mix;main\.hot ' <<< "$hot" | awk '{ s += $NF } END { print s + 0 }')
+	all=$(awk '{ s += $NF } END { print s + 0 }' <<< "$hot")
+	echo "through=$through all=$all"
+	[ "$((through * 100))" -ge "$((all * 99))" ]
+	# Names, files and lines from the table.
+	run -0 frames "$T/go.sps"
+	grep -q '^main\.hot|.*/main\.go:[0-9][0-9]*|gopclntab|' <<< "$output"
+	grep -q '^runtime\.goexit|.*asm_amd64\.s:[0-9]*|gopclntab|' <<< "$output"
+}
+
+@test "a stripped cgo program: no C symbol of .dynsym names Go code" {
+	go_build "$T/cgospin" "$TOP/tests/workloads/cgo/cgospin.go" -ldflags="-s -w"
+	readelf -W --dyn-syms "$T/cgospin" | awk '$4 == "FUNC" && $7 != "UND" { print $8, $2, $3 }' > "$T/dynsym"
+	[ "$(wc -l < "$T/dynsym")" -ge 3 ]
+	sp-capture -q -F 999 -o "$T/c.raw" -- "$T/cgospin" 3
+	sp-unwind -o "$T/c.unw" "$T/c.raw"
+	sp-symbolize -o "$T/c.sps" "$T/c.unw"
+	sp-cat "$T/c.sps" > "$T/c.jsonl"
+	run python3 - "$T/c.jsonl" "$T/dynsym" <<'PY'
+import json, sys
+syms = {}
+for line in open(sys.argv[2]):
+    name, value, size = line.split()
+    syms[name.split("@")[0]] = (int(value, 16), int(size))
+mods, bad, go, dyn = {}, 0, 0, 0
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r["t"] == "module":
+        mods[r["id"]] = r.get("path", "")
+    if r["t"] != "frame" or r.get("flags", 0) & 8:
+        continue
+    if not mods.get(r.get("module"), "").endswith("/cgospin"):
+        continue
+    if r["origin"] == "gopclntab":
+        go += 1
+    if r["origin"] == "dynsym":
+        dyn += 1
+        v, size = syms[r["name"]]
+        # A .dynsym name only within its symbol's extent.
+        if size and r["offset"] > size:
+            bad += 1
+            print("outside:", r)
+print("go", go, "dynsym", dyn, "bad", bad)
+sys.exit(1 if bad or go < 5 else 0)
+PY
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run -0 frames "$T/c.sps"
+	grep -q '^main\.gohot|.*|gopclntab|' <<< "$output"
+	grep -q '^main\.gowork|.*|gopclntab|' <<< "$output"
+}
+
+# corrupt_gopclntab IN OUT HOW: a Go program (Go 1.18+ table) with its
+# function table broken: "unsorted" swaps the entries of two functions,
+# "count" claims far more functions than the table holds.
+corrupt_gopclntab() {
+	python3 - "$@" <<'PY'
+import struct, subprocess, sys
+src, dst, how = sys.argv[1:4]
+data = bytearray(open(src, "rb").read())
+out = subprocess.run(["readelf", "-SW", src], capture_output=True, text=True).stdout
+for line in out.splitlines():
+    f = line.replace("[ ", "[").split()
+    if len(f) > 5 and f[1] == ".gopclntab":
+        off = int(f[4], 16)
+        break
+else:
+    sys.exit("no .gopclntab")
+magic = struct.unpack_from("<I", data, off)[0]
+assert magic in (0xfffffff0, 0xfffffff1) and data[off + 7] == 8, hex(magic)
+nfunc = struct.unpack_from("<Q", data, off + 8)[0]
+ftab = off + struct.unpack_from("<Q", data, off + 8 + 7 * 8)[0]
+if how == "unsorted":
+    a = data[ftab + 8:ftab + 16]
+    data[ftab + 8:ftab + 16] = data[ftab + 16:ftab + 24]
+    data[ftab + 16:ftab + 24] = a
+else:
+    struct.pack_into("<Q", data, off + 8, nfunc * 1000)
+open(dst, "wb").write(data)
+PY
+}
+
+@test "a broken .gopclntab is ignored for its module, with one warning naming it and why" {
+	# A GNU build-id, by which --module-dir finds the broken copy.
+	go_build "$T/gospin" "$TOP/tests/workloads/gospin.go" \
+		-ldflags="-s -w -B 0x$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')"
+	sp-capture -q -F 499 -o "$T/go.raw" -- "$T/gospin" 1
+	sp-unwind -o "$T/go.unw" "$T/go.raw"
+	for how in unsorted count; do
+		corrupt_gopclntab "$T/gospin" "$T/gospin.$how" "$how"
+		bid=$(readelf -n "$T/gospin" | awk '/Build ID/ { print $3 }')
+		mkdir -p "$T/$how/.build-id/${bid:0:2}"
+		cp "$T/gospin.$how" "$T/$how/.build-id/${bid:0:2}/${bid:2}"
+		run -0 --separate-stderr sp-symbolize --module-dir "$T/$how" -o "$T/$how.sps" "$T/go.unw"
+		echo "$stderr"
+		[ "$(grep -c 'gopclntab' <<< "$stderr")" -eq 1 ]
+		grep -q "gospin' (read from '.*'): .gopclntab: .*: ignored" <<< "$stderr"
+		run -0 frames "$T/$how.sps"
+		fr=$output
+		run -1 grep -q '|gopclntab|' <<< "$fr"
+		run -1 grep -q '^main\.' <<< "$fr"
+	done
+}

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "sym/elfsym.h"
-#include "sym/gopclntab.h"
+#include "unwind/gopclntab.h"
 #include "sym/symtab.h"
 #include "unwind/ehhdr.h"
 #include "util/alloc.h"

@@ -71,6 +71,8 @@ struct modstate {
 	struct sp_u64map rules;	/* looked-up address -> struct rule */
 	uint64_t entry;		/* the ELF entry point, when has_entry */
 	bool entry_read, has_entry;
+	struct sp_gopclntab *gotab;	/* a Go module's table, once go_read */
+	bool go_read;
 };
 
 /* The stack copy: it covers [base, base + len). */

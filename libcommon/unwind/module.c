@@ -11,6 +11,7 @@
 
 #include "util/buildid.h"
 #include "util/modfile.h"
+#include "unwind/gopclntab.h"
 #include "unwind/internal.h"
 
 void sp_unwinder_free_object(void *priv)
@@ -19,6 +20,7 @@ void sp_unwinder_free_object(void *priv)
 	if (!ms)
 		return;
 	sp_unwind_rules_free(ms);
+	sp_gopclntab_free(ms->gotab);
 	free(ms->loads);
 	if (ms->dw)
 		dwarf_end(ms->dw);

@@ -8,6 +8,7 @@
 #include <gelf.h>
 #include <stdlib.h>
 
+#include "unwind/gopclntab.h"
 #include "unwind/internal.h"
 
 struct sp_unwinder *sp_unwinder_new(const struct sp_unwind_options *o)
@@ -279,6 +280,51 @@ static int scan_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pi
 	return SP_END_NO_CFI;
 }
 
+/* A module's Go table, read on first use; NULL: it has none. */
+static struct sp_gopclntab *go_table(struct modstate *ms)
+{
+	if (!ms->go_read && ms->elf) {
+		const char *why;
+		ms->go_read = true;
+		ms->gotab = sp_gopclntab_open(ms->elf, &why);
+	}
+	return ms->gotab;
+}
+
+/*
+ * The innermost frame of Go code without CFI (a program linked with
+ * -ldflags=-s -w): a Go leaf function with no locals keeps no frame
+ * record, and one interrupted in its prologue or epilogue has none yet,
+ * or no more, so the frame pointer still holds its caller's record, and
+ * following it would drop the caller.  The stack-pointer delta of the Go
+ * table at the pc says where the return address is: unless the frame
+ * pointer points at this frame's own record (just below it), the return
+ * address is read from there and the frame pointer kept.  Only where a
+ * call pushes the return address (x86_64); returns 0 when it stepped, -1
+ * when the frame-pointer walk should, or the end reason.
+ */
+static int go_leaf_step(struct sp_unwinder *u, struct modstate *ms, uint64_t rel,
+			const struct stackcopy *c, const struct sp_arch_regs *s,
+			struct sp_arch_regs *next)
+{
+	const struct sp_unwind_arch *arch = u->arch;
+	int64_t d;
+	if (arch->call_keeps_sp || !go_table(ms) || sp_gopclntab_spdelta(ms->gotab, rel, &d) != 1 || d < 0 || (d & 7) ||
+	    d > (1 << 20))
+		return -1;
+	uint64_t sp = s->reg[arch->sp], fp = s->reg[arch->fp], ra;
+	if ((s->valid & (1u << arch->fp)) && d >= 8 && fp == sp + (uint64_t)d - 8)
+		return -1;
+	int rc = sp_stack_read8(c, sp + (uint64_t)d, &ra);
+	if (rc)
+		return rc == SP_END_BAD_CFA ? -1 : rc;
+	next->valid = s->valid | (1u << arch->sp) | (1u << arch->ra);
+	memcpy(next->reg, s->reg, arch->nregs * sizeof(*s->reg));
+	next->reg[arch->sp] = sp + (uint64_t)d + 8;
+	next->reg[arch->ra] = ra;
+	return 0;
+}
+
 /*
  * Steps over a frame whose code has no CFI: JIT code, a runtime's
  * builtins, hand-written assembly.  In order of trust:
@@ -397,7 +443,17 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			 */
 			if (by_record && s->reg[arch->fp] == 0 && (s->valid & (1u << arch->fp)))
 				return SP_END_COMPLETE;
-			if ((rc = nocfi_step(u, a, pid, &c, s, next, m->obj->anon, &by_record)) != 0)
+			/* Where Go's tracebacks end: a goroutine's or thread's first frame. */
+			if (ms && go_table(ms) &&
+			    sp_gopclntab_topframe(ms->gotab, f->rel - (retaddr ? 1 : 0)))
+				return SP_END_COMPLETE;
+			/* The registers are exact only in the innermost frame. */
+			rc = !retaddr && ms ? go_leaf_step(u, ms, f->rel, &c, s, next) : -1;
+			if (rc > 0)
+				return (enum sp_unwind_end)rc;
+			by_record = false;
+			if (rc < 0 &&
+			    (rc = nocfi_step(u, a, pid, &c, s, next, m->obj->anon, &by_record)) != 0)
 				return (enum sp_unwind_end)rc;
 			retaddr = true;
 		}

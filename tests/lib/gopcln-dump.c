@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "sym/gopclntab.h"
+#include "unwind/gopclntab.h"
 
 static int dump_all(struct sp_gopclntab *t)
 {

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sym/gopclntab.h"
+#include "unwind/gopclntab.h"
 #include "unit.h"
 
 #define TEXT	0x401000u

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sym/gopclntab.h"
+#include "unwind/gopclntab.h"
 #include "util/alloc.h"
 #include "util/search.h"
 
@@ -587,7 +587,7 @@ struct func {
 	uint64_t entry, end;
 	size_t fields;		/* offset of nameoff from off */
 	size_t size;		/* of the fixed part */
-	uint32_t pcfile, pcln, npcdata, cu;
+	uint32_t pcsp, pcfile, pcln, npcdata, cu;
 	unsigned nfuncdata;
 	const char *name;
 };
@@ -608,6 +608,7 @@ static int read_func(const struct sp_gopclntab *t, uint64_t i, struct func *f)
 		return -1;
 	size_t b = f->off + f->fields;
 	f->name = str_at(t, rd32(t, b), t->names, t->names_end);
+	f->pcsp = rd32(t, b + 12);
 	f->pcfile = rd32(t, b + 16);
 	f->pcln = rd32(t, b + 20);
 	f->npcdata = rd32(t, b + 24);
@@ -796,5 +797,42 @@ int sp_gopclntab_lookup(struct sp_gopclntab *t, uint64_t addr, unsigned flags,
 	out->inl = n ? t->inl : NULL;
 	out->ninl = n;
 	position(t, &f, pc, &out->file, &out->line);
+	return 1;
+}
+
+/* The function holding addr, read and checked; -1 when none. */
+static int func_at(const struct sp_gopclntab *t, uint64_t addr, struct func *f)
+{
+	if (!t->nfunc || addr < ftab_entry(t, 0) || addr >= ftab_entry(t, t->nfunc))
+		return -1;
+	size_t i = SP_PARTITION_POINT(t->nfunc, k, ftab_entry(t, k) <= addr) - 1;
+	return read_func(t, i, f);
+}
+
+bool sp_gopclntab_topframe(const struct sp_gopclntab *t, uint64_t addr)
+{
+	static const char *const top[] = { "runtime.goexit", "runtime.mstart", "runtime.rt0_go" };
+	struct func f;
+	if (func_at(t, addr, &f) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(top) / sizeof(*top); i++) {
+		size_t n = strlen(top[i]);
+		/* The linker's ABI suffix may follow: runtime.goexit.abi0. */
+		if (strncmp(f.name, top[i], n) == 0 &&
+		    (f.name[n] == '\0' || strncmp(f.name + n, ".abi", 4) == 0))
+			return true;
+	}
+	return false;
+}
+
+int sp_gopclntab_spdelta(const struct sp_gopclntab *t, uint64_t addr, int64_t *delta)
+{
+	struct func f;
+	if (func_at(t, addr, &f) < 0)
+		return 0;
+	int32_t v = pcvalue(t, &f, f.pcsp, addr);
+	if (v < 0)
+		return 0;
+	*delta = v;
 	return 1;
 }

@@ -2,15 +2,17 @@
  * Go's function table, .gopclntab: the names, extents, file:line tables
  * and inlining trees that every Go binary keeps for the runtime's own
  * tracebacks, even when built with -ldflags="-s -w" (no .symtab, no
- * DWARF).  The sym layer; no state is kept across lookups but the
- * strings of the last result.
+ * DWARF).  The unwind layer, as the unwinder steps through Go code
+ * without CFI by the table's stack-pointer deltas, and sym names frames
+ * from it; no state is kept across lookups but the strings of the last
+ * result.
  *
  * Layouts, by the table's magic: 0xfffffffb (Go 1.2 to 1.15),
  * 0xfffffffa (1.16, 1.17), 0xfffffff0 (1.18, 1.19) and 0xfffffff1
  * (1.20 and later), either byte order, pointers of 4 or 8 bytes.
  */
-#ifndef SP_SYM_GOPCLNTAB_H
-#define SP_SYM_GOPCLNTAB_H
+#ifndef SP_UNWIND_GOPCLNTAB_H
+#define SP_UNWIND_GOPCLNTAB_H
 
 #include <gelf.h>
 #include <stdbool.h>
@@ -105,6 +107,22 @@ void sp_gopclntab_free(struct sp_gopclntab *t);
  */
 int sp_gopclntab_lookup(struct sp_gopclntab *t, uint64_t addr, unsigned flags,
 			struct sp_gofunc *out);
+
+/*
+ * How far the stack pointer at addr (an ELF vaddr, of an instruction
+ * that was interrupted, not a return address) lies below its value at
+ * the function's entry, from the function's pc-sp table: where the
+ * return address is, on a machine whose call pushes it.  1 with *delta
+ * set; 0 when no function holds addr or its table says nothing there.
+ */
+int sp_gopclntab_spdelta(const struct sp_gopclntab *t, uint64_t addr, int64_t *delta);
+
+/*
+ * Whether the function holding addr is one where Go's own tracebacks
+ * stop: the first frame of a goroutine (runtime.goexit), of a thread
+ * (runtime.mstart) or of the program (runtime.rt0_go).
+ */
+bool sp_gopclntab_topframe(const struct sp_gopclntab *t, uint64_t addr);
 
 /* The number of functions, and the i-th one's extent (for dumping). */
 size_t sp_gopclntab_count(const struct sp_gopclntab *t);
