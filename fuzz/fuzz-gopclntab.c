@@ -1,5 +1,5 @@
 /*
- * fuzz-gopclntab: Go's function table (sym/gopclntab.c) from arbitrary
+ * fuzz-gopclntab: Go's function table (unwind/gopclntab.c) from arbitrary
  * bytes.  The input is 4 bytes (little endian) giving the table's
  * length, the table, at 0x500000, and the rest, an image region of
  * writable data at 0x600000 (moduledata and inline trees may be there).
@@ -11,7 +11,9 @@
  * that every lookup (at each function's entry and last byte, between
  * them, outside them, with and without lines and inline frames) either
  * finds nothing or finds the function whose extent holds the address,
- * with a name, and inline frames that each have a name.
+ * with a name, and inline frames that each have a name; and that the
+ * stack-pointer delta and the top-frame test, which the unwinder asks
+ * of every Go frame without CFI, answer only inside a function.
  *
  * Any broken invariant calls abort().  Nothing is printed.
  */
@@ -45,6 +47,13 @@ static void look(struct sp_gopclntab *t, uint64_t addr)
 			check(f.inl[k].name != NULL && strlen(f.inl[k].name) < (1u << 30));
 		check(strlen(f.name) < (1u << 30));
 	}
+	int64_t d = 0;
+	struct sp_gofunc g;
+	int in = sp_gopclntab_lookup(t, addr, 0, &g);
+	if (sp_gopclntab_spdelta(t, addr, &d) == 1)
+		check(in == 1);
+	if (sp_gopclntab_topframe(t, addr))
+		check(in == 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

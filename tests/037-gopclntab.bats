@@ -230,17 +230,19 @@ insn_addrs() {
 	[[ $output == *"function table not sorted"* ]]
 }
 
-# Go binaries on this machine built by other Go releases (the 1.20
+# Go binaries on this machine: Debian's go command (Go 1.19, the 1.18
+# layout) and any built by other Go releases (the 1.20
 # layout from Go 1.20 on).  Those with a symbol table are compared with
 # it; for stripped ones (the usual release build) the table must still
 # hold main.main and runtime.main, sorted, every name printable and
 # every function's position in a .go or .s file.
-@test "gopclntab: Go binaries installed on this machine, of other Go releases" {
+@test "gopclntab: Go binaries installed on this machine: Debian's go, and other Go releases where present" {
 	local -
 	set -o pipefail
 	checked=0 seen=
-	for f in /usr/local/bin/* /usr/bin/kubectl /usr/bin/docker /usr/bin/terraform \
-		 /usr/lib/google-cloud-sdk/bin/*; do
+	# Debian's go command itself is always there (make test-deps).
+	for f in "$(readlink -f "$(command -v go)")" /usr/local/bin/* /usr/bin/kubectl \
+		 /usr/bin/docker /usr/bin/terraform /usr/lib/google-cloud-sdk/bin/*; do
 		[ -f "$f" ] && [ -x "$f" ] || continue
 		v=$(go version "$f" 2>/dev/null | awk '{ print $2 }') || continue
 		[[ $v == go1.* ]] || continue
@@ -324,7 +326,5 @@ insn_addrs() {
 		checked=$((checked + 1))
 	done
 	echo "checked: $checked"
-	if [ "$checked" -eq 0 ]; then
-		skip "no Go binary of another release installed here"
-	fi
+	[ "$checked" -ge 1 ]
 }
