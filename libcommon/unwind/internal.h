@@ -73,6 +73,7 @@ struct modstate {
 	bool entry_read, has_entry;
 	struct sp_gopclntab *gotab;	/* a Go module's table, once go_read */
 	bool go_read;
+	struct sp_u64map goframes;	/* looked-up address -> what the table says, coded */
 };
 
 /* The stack copy: it covers [base, base + len). */

@@ -21,6 +21,7 @@ void sp_unwinder_free_object(void *priv)
 		return;
 	sp_unwind_rules_free(ms);
 	sp_gopclntab_free(ms->gotab);
+	sp_u64map_release(&ms->goframes, NULL);
 	free(ms->loads);
 	if (ms->dw)
 		dwarf_end(ms->dw);
@@ -116,6 +117,7 @@ struct modstate *sp_unwind_module_open(struct sp_unwinder *u, struct sp_object *
 	ms->fd = -1;
 	ms->state = M_MISSING;
 	sp_u64map_init(&ms->rules);
+	sp_u64map_init(&ms->goframes);
 	obj->priv = ms;
 	if (obj->anon)
 		return ms;

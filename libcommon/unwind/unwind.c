@@ -291,6 +291,32 @@ static struct sp_gopclntab *go_table(struct modstate *ms)
 	return ms->gotab;
 }
 
+/* What the Go table says of an address, coded for the cache (never 0). */
+#define GO_KNOWN	1u
+#define GO_TOP		2u	/* a function where Go's tracebacks stop */
+#define GO_DELTA	4u	/* the stack-pointer delta, above the bits */
+#define GO_SHIFT	3
+
+/*
+ * What a module's Go table says of the address looked up: read once per
+ * address, as a walk meets the same few addresses again and again.  0
+ * when the module has no Go table.
+ */
+static uint64_t go_frame(struct modstate *ms, uint64_t rel)
+{
+	if (!go_table(ms))
+		return 0;
+	uint64_t v = (uint64_t)(uintptr_t)sp_u64map_get(&ms->goframes, rel);
+	if (v)
+		return v;
+	int64_t d;
+	v = GO_KNOWN | (sp_gopclntab_topframe(ms->gotab, rel) ? GO_TOP : 0);
+	if (sp_gopclntab_spdelta(ms->gotab, rel, &d) == 1 && d >= 0 && !(d & 7) && d <= (1 << 20))
+		v |= GO_DELTA | (uint64_t)d << GO_SHIFT;
+	sp_u64map_put(&ms->goframes, rel, (void *)(uintptr_t)v);	/* a cache: a failure costs time */
+	return v;
+}
+
 /*
  * The innermost frame of Go code without CFI (a program linked with
  * -ldflags=-s -w): a Go leaf function with no locals keeps no frame
@@ -308,10 +334,10 @@ static int go_leaf_step(struct sp_unwinder *u, struct modstate *ms, uint64_t rel
 			struct sp_arch_regs *next)
 {
 	const struct sp_unwind_arch *arch = u->arch;
-	int64_t d;
-	if (arch->call_keeps_sp || !go_table(ms) || sp_gopclntab_spdelta(ms->gotab, rel, &d) != 1 || d < 0 || (d & 7) ||
-	    d > (1 << 20))
+	uint64_t g = arch->call_keeps_sp ? 0 : go_frame(ms, rel);
+	if (!(g & GO_DELTA))
 		return -1;
+	int64_t d = (int64_t)(g >> GO_SHIFT);
 	uint64_t sp = s->reg[arch->sp], fp = s->reg[arch->fp], ra;
 	if ((s->valid & (1u << arch->fp)) && d >= 8 && fp == sp + (uint64_t)d - 8)
 		return -1;
@@ -444,8 +470,7 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			if (by_record && s->reg[arch->fp] == 0 && (s->valid & (1u << arch->fp)))
 				return SP_END_COMPLETE;
 			/* Where Go's tracebacks end: a goroutine's or thread's first frame. */
-			if (ms && go_table(ms) &&
-			    sp_gopclntab_topframe(ms->gotab, f->rel - (retaddr ? 1 : 0)))
+			if (ms && (go_frame(ms, f->rel - (retaddr ? 1 : 0)) & GO_TOP))
 				return SP_END_COMPLETE;
 			/* The registers are exact only in the innermost frame. */
 			rc = !retaddr && ms ? go_leaf_step(u, ms, f->rel, &c, s, next) : -1;
