@@ -338,3 +338,21 @@ PY
 		run -1 grep -q '^main\.' <<< "$fr"
 	done
 }
+
+@test "Go built with -ldflags=-s -w: calls inlined by the compiler, from its Go table" {
+	go_build "$T/goinline" "$TOP/tests/workloads/goinline.go" -ldflags="-s -w"
+	sp-capture -q -F 999 -o "$T/i.raw" -- "$T/goinline" 1
+	sp-unwind -o "$T/i.unw" "$T/i.raw"
+	sp-symbolize -o "$T/i.sps" "$T/i.unw"
+	run -0 frames "$T/i.sps"
+	echo "$output" | head -n 5
+	# Each inline entry with its position in the inlined function, the
+	# frame with the call's position in main.outer.
+	grep -qE '^main\.outer\|.*/main\.go:[0-9]+\|gopclntab\|[0-9]+\|main\.small@[0-9]+,main\.middle@[0-9]+$' <<< "$output"
+	run -0 sp-fold --inline "$T/i.sps"
+	hot=$(grep ';main\.outer;' <<< "$output")
+	inl=$(grep ';main\.outer;main\.middle_\[i\];main\.small_\[i\] ' <<< "$hot" | awk '{ s += $NF } END { print s + 0 }')
+	all=$(awk '{ s += $NF } END { print s + 0 }' <<< "$hot")
+	echo "inlined=$inl of $all"
+	[ "$all" -ge 300 ] && [ "$((inl * 2))" -ge "$all" ]
+}
