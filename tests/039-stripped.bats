@@ -110,7 +110,7 @@ setup() {
 	[ "$total" -ge 500 ] && [ "$((full * 100))" -ge "$((total * 99))" ]
 }
 
-@test "pprof: a mapping named only by function starts says it has no function names" {
+@test "pprof: frames named by function start keep their address in the file, so pprof names them from the unstripped library" {
 	sp-symbolize -o "$T/a.sps" "$D/one.unw"
 	sp-fold --format pprof -o "$T/p.pb.gz" "$T/a.sps"
 	gzip -dc "$T/p.pb.gz" | protoc --decode perftools.profiles.Profile -I "$TOP/tests/lib" profile.proto > "$T/p.txt"
@@ -124,11 +124,28 @@ for m in maps:
     f = dict(re.findall(r'^\s*(\w+): (\S+)$', m, re.M))
     name = strings[int(f.get("filename", 0))]
     if name.endswith("/liboneexport.so"):
-        found = True
+        found = int(f["id"])
         assert f.get("has_functions", "false") == "false", m
         assert len(strings[int(f["build_id"])]) == 40, m
 assert found, "no mapping of liboneexport.so"
+# Its locations hold addresses in the file (the library's code lies at
+# 0x1000 to 0x2000), not where it was loaded, for a re-symbolizer.
+locs = re.findall(r'^location \{\n(.*?)\n\}', text, re.M | re.S)
+mine = [dict(re.findall(r'^  (\w+): (\S+)$', l, re.M)) for l in locs]
+mine = [int(l["address"]) for l in mine if int(l.get("mapping_id", 0)) == found]
+assert len(mine) >= 3, mine
+assert all(0x1000 <= a < 0x2000 for a in mine), [hex(a) for a in mine]
 PY
+	# So pprof names them from the unstripped library of that build-id.
+	cp "$D/solib/liboneexport.so" "$T/stripped.so"
+	cp "$D/solib/lib.full" "$D/solib/liboneexport.so"
+	run go tool pprof -symbolize=local:force -traces "$T/p.pb.gz"
+	cp "$T/stripped.so" "$D/solib/liboneexport.so"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -qE '^ +[0-9]+ +one_leaf$' <<< "$output"
+	grep -qE '^ +one_middle$' <<< "$output"
+	grep -qE '^ +one_inner$' <<< "$output"
 }
 
 # corrupt_hdr IN OUT HOW: IN with its .eh_frame_hdr table broken: "unsorted"

@@ -64,7 +64,7 @@ static void write_frame(struct sp_writer *w, uint64_t id, const struct sp_stack_
 {
 	struct sp_frame_rec r = {
 		.id = id, .addr = f->addr, .origin = sp_sym_origin_name(sf->origin),
-		.name = sf->name, .has_module = sf->has_module, .module = sf->module,
+		.name = sf->name, .has_module = sf->has_module, .module = sf->module, .rel = f->rel,
 		.has_offset = sf->has_offset, .offset = sf->offset, .file = sf->file,
 		.line = sf->line, .inl = sf->inl, .ninl = sf->ninl, .flags = sf->flags,
 	};

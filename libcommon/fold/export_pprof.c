@@ -412,7 +412,8 @@ static void encode(struct pp *p, struct sp_buf *out)
 		const struct sp_fold_frame *phys = &v->frames[l->frames[0]];
 		pb_u64(&sub, LOCATION_ID, i + 1);
 		pb_u64(&sub, LOCATION_MAPPING_ID, l->mapping ? p->maps[l->mapping - 1].id : 0);
-		pb_u64(&sub, LOCATION_ADDRESS, phys->addr);
+		/* In the module's own addresses: see the mappings below. */
+		pb_u64(&sub, LOCATION_ADDRESS, phys->has_rel && l->mapping ? phys->rel : phys->addr);
 		/* Lines innermost first: the physical frame, the caller, is last. */
 		for (size_t k = l->n; k-- > 0;) {
 			const struct sp_fold_frame *fr = &v->frames[l->frames[k]];
@@ -436,7 +437,13 @@ static void encode(struct pp *p, struct sp_buf *out)
 		char hex[2 * 64 + 1] = "";
 		for (int k = 0; k < m->first->build_id_len && k < 64; k++)
 			snprintf(hex + 2 * k, 3, "%02x", m->first->build_id[k]);
-		/* memory_start and memory_limit stay 0: the view keeps no load addresses. */
+		/*
+		 * memory_start, memory_limit and file_offset stay 0: the view
+		 * keeps no load addresses, so a location's address is its
+		 * module-relative one (the ELF address), as if the module were
+		 * loaded at 0, which is how a re-symbolizer (pprof, Parca)
+		 * reads it in the file of this build-id.
+		 */
 		pb_u64(&sub, MAPPING_ID, m->id);
 		pb_u64(&sub, MAPPING_FILENAME, m->path);
 		pb_u64(&sub, MAPPING_BUILD_ID, str_id(p, hex));

@@ -141,7 +141,7 @@ static int take_inlines(struct sp_fold *f, const struct sp_fold_frame *phys,
 /* A symbolized frame record: its display frames, root first. */
 static int take_frame(struct sp_fold *f, const msgpack_object *m)
 {
-	uint64_t id = 0, flags = 0, line = 0, addr = 0, mid = UINT64_MAX;
+	uint64_t id = 0, flags = 0, line = 0, addr = 0, rel = 0, mid = UINT64_MAX;
 	const char *name = "??", *origin = "", *file = NULL;
 	size_t nl = 2, ol = 0, fl = 0;
 	sp_map_u64(m, "id", &id);
@@ -149,6 +149,7 @@ static int take_frame(struct sp_fold *f, const msgpack_object *m)
 	sp_map_u64(m, "line", &line);
 	sp_map_u64(m, "addr", &addr);
 	sp_map_u64(m, "module", &mid);
+	bool has_rel = sp_map_u64(m, "rel", &rel);
 	sp_map_str(m, "name", &name, &nl);
 	sp_map_str(m, "origin", &origin, &ol);
 	sp_map_str(m, "file", &file, &fl);
@@ -180,7 +181,7 @@ static int take_frame(struct sp_fold *f, const msgpack_object *m)
 		.module = mod ? mod->path : NULL, .build_id = mod ? mod->bid : NULL,
 		.build_id_len = mod ? mod->bidlen : 0, .kind = kind, .address_only = addr_only,
 		.function_start = ol == 14 && memcmp(origin, "function-start", 14) == 0,
-		.addr = addr,
+		.addr = addr, .rel = rel, .has_rel = has_rel,
 	};
 	/* With --inline: the physical function, called at the outermost inline call's line. */
 	const msgpack_object_array *inl = f->o.inline_frames ? sp_map_array(m, "inline") : NULL;
@@ -218,6 +219,7 @@ static int unwound_frame(struct sp_fold *f, const msgpack_object *fr, uint32_t *
 		.name = shown, .function = name, .module = mod ? mod->path : NULL,
 		.build_id = mod ? mod->bid : NULL, .build_id_len = mod ? mod->bidlen : 0,
 		.kind = kind, .address_only = !marker, .addr = addr, .rel = rel,
+		.has_rel = !marker && mod,
 	};
 	return fold_frame(f, &proto, out);
 }

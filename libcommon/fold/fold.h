@@ -53,6 +53,7 @@ struct sp_fold_frame {
 	bool function_start;	/* named only by where its function starts */
 	uint64_t addr;		/* an address of the frame (the first seen) */
 	uint64_t rel;		/* its module-relative address */
+	bool has_rel;		/* rel is known (a symbolized frame of format 1.2 on) */
 };
 
 /* One distinct stack: display frame indices, root first. */

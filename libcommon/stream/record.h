@@ -175,6 +175,7 @@ enum sp_vtype {
 	X(FRAME, "origin", STR, SP_REQ) \
 	X(FRAME, "name", STR, SP_OPT) \
 	X(FRAME, "module", UINT, SP_OPT) \
+	X(FRAME, "rel", UINT, SP_OPT) \
 	X(FRAME, "offset", UINT, SP_OPT) \
 	X(FRAME, "file", STR, SP_OPT) \
 	X(FRAME, "line", UINT, SP_OPT) \

@@ -288,8 +288,10 @@ void sp_write_frame(struct sp_writer *w, const struct sp_frame_rec *f)
 	sp_mapw_u64(&m, "addr", f->addr);
 	sp_mapw_str(&m, "origin", f->origin);
 	sp_mapw_str(&m, "name", f->name);
-	if (f->has_module)
+	if (f->has_module) {
 		sp_mapw_u64(&m, "module", f->module);
+		sp_mapw_u64(&m, "rel", f->rel);
+	}
 	if (f->has_offset)
 		sp_mapw_u64(&m, "offset", f->offset);
 	if (f->file)

@@ -206,6 +206,7 @@ struct sp_frame_rec {
 	const char *origin, *name;
 	bool has_module, has_offset;
 	uint64_t module, offset;
+	uint64_t rel;			/* written with module */
 	const char *file;		/* NULL: not written */
 	unsigned line;			/* 0: not written */
 	const struct sp_inline *inl;	/* ninl entries; none: not written */
