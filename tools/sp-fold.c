@@ -42,6 +42,7 @@ static void usage(void)
 	       "      --from SEC           only samples at or after SEC seconds into the recording\n"
 	       "      --to SEC             only samples before SEC seconds into the recording\n"
 	       "      --per-thread DIR     also write one folded file per thread into DIR\n"
+	       "      --allow-empty        exit 0 when the filters match no sample\n"
 	       "  -h, --help               show this help\n"
 	       "  -V, --version            show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
@@ -100,10 +101,35 @@ static double parse_seconds(const char *arg, const char *opt)
 	return v;
 }
 
+/*
+ * The input has samples but the filters kept none: an empty result that
+ * looks like a successful one.  Says which filters, and returns true.
+ */
+static bool filtered_out(const struct sp_fold_options *o, uint64_t samples)
+{
+	char what[256] = "";
+	size_t n = 0;
+	if (o->npids)
+		n += (size_t)snprintf(what + n, sizeof(what) - n, "--only-pid, ");
+	if (o->ntids && n < sizeof(what))
+		n += (size_t)snprintf(what + n, sizeof(what) - n, "--only-tid, ");
+	if (o->ncomms && n < sizeof(what))
+		n += (size_t)snprintf(what + n, sizeof(what) - n, "--only-comm, ");
+	if ((o->from > 0 || isfinite(o->to)) && n < sizeof(what))
+		n += (size_t)snprintf(what + n, sizeof(what) - n, "--from/--to, ");
+	if (!n)
+		return false;
+	what[n - 2] = '\0';
+	sp_warn("no sample matches %s (the input has %llu): the result is empty; list the "
+		"processes and the time span with sp-stat, or give --allow-empty", what,
+		(unsigned long long)samples);
+	return true;
+}
+
 int main(int argc, char **argv)
 {
 	enum { FORMAT = 256, PID, TID, KERNEL, JIT, INLINE, ADDRS, ALL, SHOW_HIDDEN, WEIGHT,
-	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD };
+	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD, ALLOW_EMPTY };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, FORMAT },
@@ -122,6 +148,7 @@ int main(int argc, char **argv)
 		{ "from", required_argument, NULL, FROM },
 		{ "to", required_argument, NULL, TO },
 		{ "per-thread", required_argument, NULL, PER_THREAD },
+		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -132,6 +159,8 @@ int main(int argc, char **argv)
 	struct sp_fold_options o = { .format = SP_FOLD_FOLDED, .to = INFINITY };
 	size_t alloc_pids = 0, alloc_tids = 0, alloc_comms = 0;
 	const char *output = NULL;
+	bool allow_empty = false;
+	uint64_t samples = 0;
 	int c;
 
 	sp_tool_init(argv[0]);
@@ -159,6 +188,7 @@ int main(int argc, char **argv)
 		case FROM: o.from = parse_seconds(optarg, "--from"); break;
 		case TO: o.to = parse_seconds(optarg, "--to"); break;
 		case PER_THREAD: o.per_thread_dir = optarg; break;
+		case ALLOW_EMPTY: allow_empty = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
 		case 'V': return sp_show_version();
 		default:
@@ -199,6 +229,7 @@ int main(int argc, char **argv)
 					"for names",
 					input ? input : "-");
 		}
+		samples += rec.type == SP_R_SAMPLE;
 		if (sp_fold_record(f, &rec) < 0) {
 			sp_warn("'%s': byte offset %llu, record %llu: %s", input ? input : "-",
 				(unsigned long long)rec.offset, (unsigned long long)rec.index,
@@ -208,6 +239,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (sp_report_input_end(r, rs, input ? input : "-", "folded") != SP_EXIT_OK)
+		status = SP_EXIT_PARTIAL;
+	if (samples && !sp_fold_any_sample(f) && !allow_empty && filtered_out(&o, samples))
 		status = SP_EXIT_PARTIAL;
 	if (sp_fold_write(f, out) < 0) {
 		sp_warn("%s", sp_fold_error(f));

@@ -440,6 +440,19 @@ static int add_lines(struct sp_flame *f, const char *buf, size_t len, const char
 	return 0;
 }
 
+/*
+ * Whether buf starts as every stream does (sp-stream(5)): a map whose
+ * first key is "t" with the value "header".  Folded text never does.
+ */
+static bool looks_like_stream(const char *buf, size_t len)
+{
+	static const char key[] = "\xa1t\xa6header";
+	const unsigned char *p = (const unsigned char *)buf;
+	size_t at = len && p[0] >= 0x80 && p[0] <= 0x8f ? 1 :
+		len >= 3 && p[0] == 0xde ? 3 : 0;
+	return at && len >= at + sizeof(key) - 1 && memcmp(p + at, key, sizeof(key) - 1) == 0;
+}
+
 int sp_flame_read(struct sp_flame *f, int fd, const char *name, enum sp_flame_side side,
 		  struct sp_flame_input *in)
 {
@@ -449,6 +462,9 @@ int sp_flame_read(struct sp_flame *f, int fd, const char *name, enum sp_flame_si
 	if (sp_buf_read_fd(&b, fd) < 0)
 		r = errno == ENOMEM ? sp_error_set(&f->err, SP_ERR_NOMEM, "out of memory") :
 			sp_error_errno(&f->err, "cannot read '%s'", name);
+	else if (looks_like_stream(b.p, b.len))
+		r = sp_error_set(&f->err, SP_ERR_BAD_INPUT, "'%s' is a stackpulse stream, not "
+				 "folded stacks: run sp-fold first (sp-fold FILE | sp-flame)", name);
 	else
 		r = add_lines(f, b.p, b.len, name, side, in);
 	sp_buf_release(&b);

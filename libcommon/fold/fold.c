@@ -21,6 +21,11 @@ const char *sp_fold_error(const struct sp_fold *f)
 	return sp_error_message(&f->err);
 }
 
+bool sp_fold_any_sample(const struct sp_fold *f)
+{
+	return f->any_sample;
+}
+
 struct sp_fold *sp_fold_new(const struct sp_fold_options *o)
 {
 	struct sp_fold *f = calloc(1, sizeof(*f));

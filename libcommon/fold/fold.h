@@ -125,6 +125,9 @@ int sp_fold_write(struct sp_fold *f, FILE *out);
 /* The message of the last error; the string lives as long as f. */
 const char *sp_fold_error(const struct sp_fold *f);
 
+/* Whether any sample was kept: false when the filters matched none. */
+bool sp_fold_any_sample(const struct sp_fold *f);
+
 /*
  * The exporters.  Each returns 0, or -1 with err set; a failed write to
  * out is the caller's to find with ferror(out).  pprof: a gzip-compressed
