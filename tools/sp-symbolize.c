@@ -21,7 +21,10 @@
 #include "tool.h"
 
 /* Options of the tool itself; the symbolizer's follow from SYM_OPT. */
-enum { MAX_RECORD = 256, SYM_OPT };
+enum { MAX_RECORD = 256, ALLOW_EMPTY, SYM_OPT };
+
+/* JIT frames seen for the first time, and those left without a name. */
+static uint64_t jit_frames, jit_unnamed;
 
 #define HELP_COLUMN 28
 
@@ -46,6 +49,7 @@ static void usage(void)
 		}
 	}
 	printf("      --max-record BYTES    largest input record accepted (default %u)\n"
+	       "      --allow-empty         exit 0 even when no frame could be named\n"
 	       "  -h, --help                show this help\n"
 	       "  -V, --version             show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
@@ -88,6 +92,10 @@ static void name_stack(struct sp_symbolizer *sym, struct sp_writer *w, uint64_t 
 		if (fresh) {
 			sp_symbolizer_resolve(sym, &refs[i], &sf);
 			write_frame(w, ids[i], &refs[i], &sf);
+			if ((refs[i].flags & SP_FRAME_KIND_MASK) == SP_FRAME_JIT) {
+				jit_frames++;
+				jit_unnamed += sf.origin == SP_ORIGIN_ADDRESS_ONLY;
+			}
 		}
 		if ((refs[i].flags & SP_FRAME_KIND_MASK) == SP_FRAME_JIT &&
 		    (fresh ? sf.origin == SP_ORIGIN_ADDRESS_ONLY : sp_symbolizer_unnamed(sym, ids[i])))
@@ -138,17 +146,46 @@ static void write_counters(struct sp_symbolizer *sym, struct sp_writer *w)
 	sp_write_symbolize(w, &s);
 }
 
+/*
+ * At the end of a segment: a result without a single name is unusable
+ * (SP_EXIT_PARTIAL unless allow_empty); JIT code without any name means
+ * its perf map is gone.  Each is one line with the cause and the fix.
+ */
+static int check_names(struct sp_symbolizer *sym, bool allow_empty)
+{
+	struct sp_sym_stats st;
+	sp_symbolizer_stats(sym, &st);
+	uint64_t none = st.by_origin[SP_ORIGIN_ADDRESS_ONLY];
+	int status = SP_EXIT_OK;
+	if (st.frames && none == st.frames) {
+		sp_warn("no frame could be named: all %llu are address-only (module files "
+			"missing: %llu); symbolize on the host that recorded, or give --archive "
+			"DIR, --module-dir DIR or DEBUGINFOD_URLS", (unsigned long long)none,
+			(unsigned long long)st.modules_missing);
+		status = allow_empty ? SP_EXIT_OK : SP_EXIT_PARTIAL;
+	} else if (jit_frames && jit_unnamed == jit_frames && !st.perf_maps.loaded &&
+		   !st.perf_maps.refused) {
+		sp_warn("%llu of %llu JIT frames (100%%) have no name: no perf map "
+			"(/tmp/perf-PID.map) was found; keep it in place until sp-symbolize "
+			"has run, or record with sp-capture --archive DIR",
+			(unsigned long long)jit_unnamed, (unsigned long long)jit_frames);
+	}
+	jit_frames = jit_unnamed = 0;
+	return status;
+}
+
 /* The tool's own long options, then the symbolizer's. */
 static const struct option *long_options(void)
 {
-	static struct option longopts[SP_SYM_OPT_COUNT + 5] = {
+	static struct option longopts[SP_SYM_OPT_COUNT + 6] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "max-record", required_argument, NULL, MAX_RECORD },
+		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 	};
 	for (int i = 0; i < SP_SYM_OPT_COUNT; i++)
-		longopts[4 + i] = (struct option){ sp_sym_options[i].name,
+		longopts[5 + i] = (struct option){ sp_sym_options[i].name,
 			sp_sym_options[i].arg ? required_argument : no_argument, NULL, SYM_OPT + i };
 	return longopts;
 }
@@ -161,12 +198,19 @@ static _Noreturn void search_failed(const struct sp_sym_search *s)
 	sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&s->err));
 }
 
+/* The input is idle: what was named so far leaves now (a write error stays on w). */
+static void flush_out(void *w)
+{
+	sp_writer_flush(w);
+}
+
 int main(int argc, char **argv)
 {
 	const struct option *longopts = long_options();
 	struct sp_sym_search search;
 	const char *output = NULL, *input;
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
+	bool allow_empty = false;
 	int c;
 
 	sp_tool_init(argv[0]);
@@ -180,6 +224,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'o': output = optarg; break;
 		case MAX_RECORD: max_record = sp_parse_max_record(optarg); break;
+		case ALLOW_EMPTY: allow_empty = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
 		case 'V': return sp_show_version();
 		default: return sp_bad_option();
@@ -188,6 +233,12 @@ int main(int argc, char **argv)
 	input = sp_single_input(argc, argv, optind);
 	if (sp_sym_search_finish(&search) < 0)
 		search_failed(&search);
+	/* Before any output: a pipe's other tools should not run for nothing. */
+	if (search.kallsyms && strcmp(search.kallsyms, "none") != 0 &&
+	    !search.kallsyms_archived && access(search.kallsyms, R_OK) < 0)
+		sp_die(SP_EXIT_FATAL, "cannot read the --kallsyms file '%s': %s (save one with "
+		       "sp-capture --kallsyms-out FILE, or give --kallsyms none)",
+		       search.kallsyms, strerror(errno));
 
 	struct sp_error err = { 0 };
 	struct sp_symbolizer *sym = sp_symbolizer_new(&search, warn_cb, NULL, &err);
@@ -200,6 +251,7 @@ int main(int argc, char **argv)
 	if (!w || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
+	sp_reader_set_idle(r, flush_out, w);
 
 	int status = SP_EXIT_OK;
 	struct sp_record rec;
@@ -239,6 +291,8 @@ int main(int argc, char **argv)
 		case SP_R_SUMMARY:
 			write_counters(sym, w);
 			sp_writer_raw(w, rec.raw, rec.raw_len);
+			if (check_names(sym, allow_empty) != SP_EXIT_OK && status == SP_EXIT_OK)
+				status = SP_EXIT_PARTIAL;
 			break;
 		default: {
 			rc = sp_symbolizer_note(sym, &rec);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "stream/header.h"
@@ -55,6 +56,7 @@ static void usage(void)
 	       "      --engine NAME      stackpulse (the default) or libunwind: who steps\n"
 	       "                         from frame to frame\n"
 	       "      --max-record BYTES largest input record accepted (default %u)\n"
+	       "      --allow-empty      exit 0 even when no stack is complete\n"
 	       "  -h, --help             show this help\n"
 	       "  -V, --version          show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
@@ -311,6 +313,59 @@ static void write_unwind_record(struct state *st)
 	sp_write_unwind(st->w, &u);
 }
 
+/* The most frequent way a stack ended early. */
+static enum sp_unwind_end worst_end(const struct state *st)
+{
+	enum sp_unwind_end worst = SP_END_TRUNCATED;
+	for (int e = SP_END_TRUNCATED; e < SP_END_COUNT; e++)
+		if (st->ends[e] > st->ends[worst])
+			worst = (enum sp_unwind_end)e;
+	return worst;
+}
+
+/*
+ * At the end of a segment: no complete stack at all is an unusable
+ * result (SP_EXIT_PARTIAL unless allow_empty); more than 5% of stacks
+ * cut short is one warning.  Both name the cause and the fix.
+ */
+static int check_stacks(const struct state *st, bool allow_empty)
+{
+	static const char fix_missing[] = "unwind on the host that recorded, or give "
+		"--archive DIR (from sp-capture --archive), --root DIR or --module-dir DIR";
+	uint64_t n = st->user_samples, cut = n - st->ends[SP_END_COMPLETE];
+	uint64_t missing = st->ends[SP_END_MISSING_MODULE];
+	if (!n || cut * 20 <= n)
+		return SP_EXIT_OK;
+	enum sp_unwind_end worst = worst_end(st);
+	if (cut == n && missing == n)
+		sp_warn("no stack is complete: every one (%llu) ends at a module whose file was "
+			"not found; %s", (unsigned long long)n, fix_missing);
+	else if (cut == n)
+		sp_warn("no stack is complete (%llu); most end as %s: %s",
+			(unsigned long long)n, sp_unwind_end_name(worst),
+			sp_unwind_end_description(worst));
+	else if (missing * 20 > n)
+		sp_warn("warning: %.1f%% of stacks (%llu of %llu) end at a module whose file was "
+			"not found; %s", 100.0 * (double)missing / (double)n,
+			(unsigned long long)missing, (unsigned long long)n, fix_missing);
+	else
+		sp_warn("warning: %.1f%% of stacks (%llu of %llu) are incomplete; most end as "
+			"%s: %s", 100.0 * (double)cut / (double)n, (unsigned long long)cut,
+			(unsigned long long)n, sp_unwind_end_name(worst),
+			sp_unwind_end_description(worst));
+	return cut == n && !allow_empty ? SP_EXIT_PARTIAL : SP_EXIT_OK;
+}
+
+/* A directory to search that is not there: said once, not at every module. */
+static void check_dir(const char *opt, const char *dir)
+{
+	struct stat sb;
+	if (stat(dir, &sb) < 0)
+		sp_warn("%s '%s': %s; no module file is found there", opt, dir, strerror(errno));
+	else if (!S_ISDIR(sb.st_mode))
+		sp_warn("%s '%s': not a directory; no module file is found there", opt, dir);
+}
+
 /* The capture summary with this stage's truncation count. */
 static void write_summary(struct state *st, const msgpack_object *m)
 {
@@ -327,9 +382,22 @@ static void write_summary(struct state *st, const msgpack_object *m)
 }
 
 
+static void follow_note(void *arg, const char *msg)
+{
+	(void)arg;
+	sp_warn("%s", msg);
+}
+
+/* The input is idle: what was unwound so far leaves now (a write error stays on w). */
+static void flush_out(void *w)
+{
+	sp_writer_flush(w);
+}
+
 int main(int argc, char **argv)
 {
-	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD, ARCHIVE, ENGINE };
+	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD, ARCHIVE, ENGINE,
+	       ALLOW_EMPTY };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "root", required_argument, NULL, ROOT },
@@ -340,6 +408,7 @@ int main(int argc, char **argv)
 		{ "no-fp-fallback", no_argument, NULL, NO_FP },
 		{ "engine", required_argument, NULL, ENGINE },
 		{ "max-record", required_argument, NULL, MAX_RECORD },
+		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -348,7 +417,7 @@ int main(int argc, char **argv)
 	struct sp_modfile_search ms;
 	sp_modfile_search_init(&ms);
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
-	bool follow = false, fp = true;
+	bool follow = false, fp = true, allow_empty = false;
 	unsigned max_depth = DEFAULT_MAX_DEPTH;
 	uint64_t v;
 	int c;
@@ -358,9 +427,13 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
-		case ROOT: sp_modfile_search_set_root(&ms, optarg); break;
+		case ROOT:
+			check_dir("--root", optarg);
+			sp_modfile_search_set_root(&ms, optarg);
+			break;
 		case ARCHIVE:
 		case MODULE_DIR:
+			check_dir(c == ARCHIVE ? "--archive" : "--module-dir", optarg);
 			if (sp_modfile_search_add_dir(&ms, optarg) < 0)
 				sp_die(SP_EXIT_FATAL, "out of memory");
 			break;
@@ -380,6 +453,7 @@ int main(int argc, char **argv)
 		case MAX_RECORD:
 			max_record = sp_parse_max_record(optarg);
 			break;
+		case ALLOW_EMPTY: allow_empty = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
 		case 'V': return sp_show_version();
 		default:
@@ -388,7 +462,10 @@ int main(int argc, char **argv)
 	}
 	const char *input = sp_single_input(argc, argv, optind);
 
-	int infd = sp_open_input(input);
+	/* Following a file opens it when it appears; a pipe needs no following. */
+	if (follow && (!input || strcmp(input, "-") == 0))
+		follow = false;
+	int infd = follow ? -1 : sp_open_input(input);
 	int outfd = sp_open_output(output, true);
 	st.w = sp_writer_new(outfd, output ? output : "-");
 	st.as = sp_addrspaces_new();
@@ -403,15 +480,16 @@ int main(int argc, char **argv)
 	st.kernel.out_id = UINT64_MAX;
 	st.uframes = sp_xmalloc((max_depth + 1) * sizeof(*st.uframes));
 	st.frames = sp_xmalloc((max_depth + MAX_KERNEL_FRAMES + 2) * sizeof(*st.frames));
-	struct sp_reader *r = sp_reader_new(infd, input ? input : "-");
+	struct sp_reader *r = follow ? sp_reader_follow(input, &interrupted, follow_note, NULL)
+				     : sp_reader_new(infd, input ? input : "-");
 	if (!st.w || !st.as || !st.u || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
+	sp_reader_set_idle(r, flush_out, st.w);
 	if (follow) {
 		struct sigaction sa = { .sa_handler = on_signal };
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
-		sp_reader_set_follow(r, &interrupted, 50);
 	}
 
 	int status = SP_EXIT_OK;
@@ -459,6 +537,8 @@ int main(int argc, char **argv)
 		case SP_R_SUMMARY:
 			write_unwind_record(&st);
 			write_summary(&st, rec.map);
+			if (check_stacks(&st, allow_empty) != SP_EXIT_OK && status == SP_EXIT_OK)
+				status = SP_EXIT_PARTIAL;
 			break;
 		case SP_R_RUNTIME: {
 			uint64_t pid = 0;
@@ -482,17 +562,16 @@ int main(int argc, char **argv)
 		}
 		if (sp_writer_failed(st.w))
 			break;
-		if (follow) {
-			sp_writer_flush(st.w);
-			if (rec.type == SP_R_SUMMARY)
-				break;
-		}
+		if (follow && rec.type == SP_R_SUMMARY)
+			break;
 	}
 	if (sp_report_input_end(r, rs, input ? input : "-", "unwound") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
 done:
 	if (sp_writer_close(st.w) < 0) {
-		sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
+		/* The reader went away (a failed sp-symbolize): its message is the one. */
+		if (errno != EPIPE)
+			sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
 		status = SP_EXIT_FATAL;
 	}
 	sp_reader_free(r);
@@ -505,7 +584,7 @@ done:
 	free(st.uframes);
 	free(st.frames);
 	sp_modfile_search_release(&ms);
-	if (infd != STDIN_FILENO)
+	if (infd >= 0 && infd != STDIN_FILENO)
 		close(infd);
 	return status;
 }

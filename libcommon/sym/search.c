@@ -193,7 +193,10 @@ int sp_sym_search_finish(struct sp_sym_search *s)
 	s->elf.debuginfo_path = s->debuginfo_path;
 	s->elf.cache_dir = s->cache_dir;
 
-	/* debuginfod: off on request; otherwise bounded in time, with progress. */
+	/*
+	 * debuginfod: off on request; otherwise bounded in time, with a
+	 * progress bar only where a person sees it (a log is no terminal).
+	 */
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	s->debuginfod = !s->no_debuginfod && urls && *urls;
 	if (s->no_debuginfod) {
@@ -201,7 +204,8 @@ int sp_sym_search_finish(struct sp_sym_search *s)
 	} else {
 		setenv("DEBUGINFOD_TIMEOUT", "5", 0);
 		setenv("DEBUGINFOD_MAXTIME", "30", 0);
-		setenv("DEBUGINFOD_PROGRESS", "1", 0);
+		if (isatty(STDERR_FILENO))
+			setenv("DEBUGINFOD_PROGRESS", "1", 0);
 	}
 	return 0;
 }

@@ -129,6 +129,7 @@ struct sp_symbolizer {
 	 */
 	struct sp_u64map lastmaps;
 	bool proc_denied_said;		/* the message on reading them was given */
+	bool debuginfod_said;		/* the servers were found unreachable */
 	bool jit_renamed;		/* a jitdump record changed names since the last hand-back */
 	unsigned char *unnamed;		/* by frame id: a JIT frame left unnamed */
 	size_t nunnamed, allocunnamed;
@@ -321,14 +322,25 @@ void sp_symbolizer_begin_segment(struct sp_symbolizer *sym, const msgpack_object
 	sym->modules_search.trust_unidentified = boot;
 }
 
-/* The executable itself from a debuginfod server, by build-id; -1: none. */
-static int debuginfod_find(struct modsym *m, char *found, size_t foundlen)
+/*
+ * The executable itself from a debuginfod server, by build-id; -1: none.
+ * A server that cannot be reached is said once: otherwise a wrong
+ * DEBUGINFOD_URLS looks the same as a server without the file.
+ */
+static int debuginfod_find(struct sp_symbolizer *sym, struct modsym *m, char *found,
+			   size_t foundlen)
 {
 	debuginfod_client *dc = debuginfod_begin();
 	char *where = NULL;
 	int fd = dc ? debuginfod_find_executable(dc, m->bid, m->bidlen, &where) : -1;
 	if (dc)
 		debuginfod_end(dc);
+	if (dc && fd < 0 && fd != -ENOENT && !sym->debuginfod_said) {
+		sym->debuginfod_said = true;
+		warnf(sym, "cannot reach the debuginfod server '%s': %s; no file was fetched "
+		      "(check DEBUGINFOD_URLS, or give --no-debuginfod)",
+		      getenv("DEBUGINFOD_URLS"), strerror(-fd));
+	}
 	if (fd >= 0) {
 		unsigned char id[SP_BUILD_ID_MAX];
 		int n = sp_build_id_fd(fd, id);
@@ -386,7 +398,7 @@ static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, co
 		      "CAP_DAC_READ_SEARCH)", path, live->pid, live->pid, strerror(errno));
 	}
 	if (fd < 0 && sym->s->debuginfod && !content && m->bidlen > 0)
-		fd = debuginfod_find(m, found, sizeof(found));
+		fd = debuginfod_find(sym, m, found, sizeof(found));
 	if (fd >= 0)
 		m->es = sp_elfsym_open(fd, found, &sym->s->elf);
 	if (m->es && sp_elfsym_problem(m->es) && strcmp(path, found) == 0)
