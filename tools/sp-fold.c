@@ -42,6 +42,9 @@ static void usage(void)
 	       "      --from SEC           only samples at or after SEC seconds into the recording\n"
 	       "      --to SEC             only samples before SEC seconds into the recording\n"
 	       "      --per-thread DIR     also write one folded file per thread into DIR\n"
+	       "      --top N              instead, a report of the N functions with most\n"
+	       "                           self time (0: all), with their total time\n"
+	       "      --sort KEY           with --top: self (default) or total\n"
 	       "      --allow-empty        exit 0 when the filters match no sample\n"
 	       "  -h, --help               show this help\n"
 	       "  -V, --version            show the version\n"
@@ -126,10 +129,32 @@ static bool filtered_out(const struct sp_fold_options *o, uint64_t samples)
 	return true;
 }
 
+/* --top: the report of the functions with most self (or total) time. */
+static int write_top(struct sp_fold *f, FILE *out, size_t n, enum sp_top_sort sort)
+{
+	struct sp_top_options to = { .sort = sort, .callers_of = SP_TOP_NONE };
+	struct sp_fold_view v;
+	struct sp_top t;
+	struct sp_error err = { 0 };
+	if (sp_fold_view_get(f, &v) < 0) {
+		sp_warn("%s", sp_fold_error(f));
+		return SP_EXIT_FATAL;
+	}
+	sp_top_init(&t);
+	int rc = sp_top_compute(&t, &v, &to, &err);
+	if (rc == 0)
+		sp_top_write(&t, &v, n, out);
+	else
+		sp_warn("%s", sp_error_message(&err));
+	sp_top_release(&t);
+	sp_fold_view_release(&v);
+	return rc < 0 ? SP_EXIT_FATAL : SP_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	enum { FORMAT = 256, PID, TID, KERNEL, JIT, INLINE, ADDRS, ALL, SHOW_HIDDEN, WEIGHT,
-	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD, ALLOW_EMPTY };
+	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD, ALLOW_EMPTY, TOP, SORT };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, FORMAT },
@@ -148,6 +173,8 @@ int main(int argc, char **argv)
 		{ "from", required_argument, NULL, FROM },
 		{ "to", required_argument, NULL, TO },
 		{ "per-thread", required_argument, NULL, PER_THREAD },
+		{ "top", required_argument, NULL, TOP },
+		{ "sort", required_argument, NULL, SORT },
 		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -156,6 +183,11 @@ int main(int argc, char **argv)
 	/* In the order of enum sp_fold_format. */
 	static const char *const formats[] = { "folded", "pprof", "speedscope", NULL };
 	static const char *const weights[] = { "samples", "period", NULL };
+	/* In the order of enum sp_top_sort. */
+	static const char *const sorts[] = { "self", "total", NULL };
+	uint64_t top = 0;
+	bool want_top = false, want_sort = false;
+	enum sp_top_sort sort = SP_TOP_SELF;
 	struct sp_fold_options o = { .format = SP_FOLD_FOLDED, .to = INFINITY };
 	size_t alloc_pids = 0, alloc_tids = 0, alloc_comms = 0;
 	const char *output = NULL;
@@ -188,6 +220,15 @@ int main(int argc, char **argv)
 		case FROM: o.from = parse_seconds(optarg, "--from"); break;
 		case TO: o.to = parse_seconds(optarg, "--to"); break;
 		case PER_THREAD: o.per_thread_dir = optarg; break;
+		case TOP:
+			if (sp_parse_u64(optarg, SIZE_MAX, &top) < 0)
+				sp_usage_error("invalid --top '%s': give a number of rows", optarg);
+			want_top = true;
+			break;
+		case SORT:
+			sort = (enum sp_top_sort)choice(optarg, "--sort", sorts, "self or total");
+			want_sort = true;
+			break;
 		case ALLOW_EMPTY: allow_empty = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
 		case 'V': return sp_show_version();
@@ -198,12 +239,16 @@ int main(int argc, char **argv)
 	const char *input = sp_single_input(argc, argv, optind);
 	if (o.from >= o.to)
 		sp_usage_error("--from must be before --to");
+	if (want_sort && !want_top)
+		sp_usage_error("--sort is for --top");
+	if (want_top && (o.format != SP_FOLD_FOLDED || o.per_thread_dir))
+		sp_usage_error("--top writes a text report: no --format or --per-thread with it");
 	if (o.per_thread_dir && mkdir(o.per_thread_dir, 0755) < 0 && errno != EEXIST)
 		sp_die(SP_EXIT_FATAL, "cannot create '%s': %s", o.per_thread_dir, strerror(errno));
 
 	int infd = sp_open_input(input);
 	int outfd = sp_open_output(output, o.format == SP_FOLD_PPROF);
-	FILE *out = fdopen(outfd, "w");
+	FILE *out = sp_output_file(outfd);
 	struct sp_reader *r = sp_reader_new(infd, input ? input : "-");
 	struct sp_fold *f = sp_fold_new(&o);
 	if (!out || !r || !f)
@@ -242,16 +287,15 @@ int main(int argc, char **argv)
 		status = SP_EXIT_PARTIAL;
 	if (samples && !sp_fold_any_sample(f) && !allow_empty && filtered_out(&o, samples))
 		status = SP_EXIT_PARTIAL;
-	if (sp_fold_write(f, out) < 0) {
+	if (want_top) {
+		if (write_top(f, out, (size_t)top, sort) != SP_EXIT_OK)
+			status = SP_EXIT_FATAL;
+	} else if (sp_fold_write(f, out) < 0) {
 		sp_warn("%s", sp_fold_error(f));
 		status = SP_EXIT_FATAL;
 	}
 done:
-	if ((fflush(out) != 0 || ferror(out)) && errno != EPIPE) {
-		sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
-		status = SP_EXIT_FATAL;
-	}
-	fclose(out);
+	status = sp_output_close(out, status);
 	sp_fold_free(f);
 	sp_reader_free(r);
 	for (size_t i = 0; i < o.ncomms; i++)

@@ -137,4 +137,98 @@ bool sp_fold_any_sample(const struct sp_fold *f);
 int sp_fold_write_pprof(const struct sp_fold_view *v, FILE *out, struct sp_error *err);
 int sp_fold_write_speedscope(const struct sp_fold_view *v, FILE *out, struct sp_error *err);
 
+/*
+ * Top-N reports (top.c): per function, the samples whose leaf (innermost
+ * shown frame) it is, its self time, and the samples whose stack holds it
+ * at least once, its total time; or, for one function, the same per
+ * caller.  A function is a display frame, so the options that shape the
+ * frames (--kernel, --inline, ...) shape the report.
+ *
+ *	struct sp_fold_view v;
+ *	struct sp_top t;
+ *	sp_fold_view_get(f, &v);
+ *	sp_top_init(&t);
+ *	sp_top_compute(&t, &v, &options, &err);	(as often as wanted)
+ *	sp_top_write(&t, &v, 20, out);
+ *	sp_top_release(&t);
+ *	sp_fold_view_release(&v);
+ */
+
+enum sp_top_sort { SP_TOP_SELF, SP_TOP_TOTAL };
+
+/* No frame: the report is of functions, not of one function's callers. */
+#define SP_TOP_NONE UINT32_MAX
+/* The caller of a root frame: the process itself. */
+#define SP_TOP_ROOT (UINT32_MAX - 1)
+
+struct sp_top_options {
+	enum sp_top_sort sort;
+	/*
+	 * The weight of each count of the view, by index (a window of
+	 * samples: now's counts less an earlier copy); counts past nweights
+	 * weigh nothing.  NULL: the counts' own samples (or period).
+	 */
+	const uint64_t *weights;
+	size_t nweights;
+	uint32_t pid;		/* only this process; 0: every one */
+	const char *filter;	/* only rows whose name holds this; NULL: all */
+	uint32_t callers_of;	/* a frame: rows are its callers; or SP_TOP_NONE */
+};
+
+struct sp_top_row {
+	uint32_t frame;		/* a display frame of the view, or SP_TOP_ROOT */
+	uint64_t self;		/* samples with it as leaf (callers: with the
+				   function as leaf, called from it) */
+	uint64_t total;		/* samples with it on the stack (callers: of
+				   the function called from it) */
+};
+
+struct sp_top {
+	struct sp_top_row *rows;	/* sorted, largest first */
+	size_t nrows;
+	uint64_t samples;	/* every sample weighed (of the process): 100% */
+	uint64_t function_samples;	/* callers: the function's total */
+	size_t threads, processes;	/* those with samples in the report */
+	/* Scratch kept between computations. */
+	uint64_t *self, *total;
+	uint32_t *seen;
+	size_t allocself, alloctotal, allocseen, allocrows;
+	uint32_t *pids;
+	size_t allocpids;
+};
+
+/* An empty report. */
+void sp_top_init(struct sp_top *t);
+void sp_top_release(struct sp_top *t);
+
+/*
+ * Fills t from the view v (which must stay as it is while t's rows are
+ * read).  Returns 0, or -1 with err set when memory ran out.
+ */
+int sp_top_compute(struct sp_top *t, const struct sp_fold_view *v, const struct sp_top_options *o,
+		   struct sp_error *err);
+
+/*
+ * The name of a row's function as the report shows it ("[process]" for
+ * SP_TOP_ROOT), and its module's file name (NULL when none).
+ */
+const char *sp_top_name(const struct sp_fold_view *v, const struct sp_top_row *r);
+const char *sp_top_module(const struct sp_fold_view *v, const struct sp_top_row *r);
+
+/*
+ * Writes at most n rows (0: all) as text, perf report's way: a line with
+ * the samples, the column heads, then "self% self total% total function
+ * (module)" a row.  Returns 0; a failed write is the caller's to find with
+ * ferror(out).
+ */
+int sp_top_write(const struct sp_top *t, const struct sp_fold_view *v, size_t n, FILE *out);
+
+/*
+ * The view of everything folded so far, as the exporters get it; valid
+ * until the next record is folded.  Returns 0, or -1 with sp_fold_error()
+ * set.  sp_fold_view_release() frees what the view owns.
+ */
+int sp_fold_view_get(struct sp_fold *f, struct sp_fold_view *v);
+void sp_fold_view_release(struct sp_fold_view *v);
+
 #endif
