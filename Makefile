@@ -62,6 +62,7 @@ sp-symbolize_LAYERS := sym unwind stream util
 sp-fold_LAYERS := fold stream util
 sp-stat_LAYERS := stream util
 sp-flame_LAYERS := fold stream util
+sp-top_LAYERS := fold stream util
 # Libraries outside the project that only some tools need.  libunwind
 # (sp-unwind --engine=libunwind) is asked of pkg-config once, when a
 # recipe needs it, as PKG_ALL is; the $$ keeps it out of the rules' eval.
@@ -71,6 +72,9 @@ LU_LIBS = $(filter -l% -L% -Wl%,$(LU_ALL))
 sp-unwind_LIBS := $$(LU_LIBS)
 sp-symbolize_LIBS := -liberty
 sp-fold_LIBS := -lm
+# sp-top's screen; ncurses is asked of pkg-config when a recipe needs it.
+NC_LIBS = $(eval NC_LIBS := $(shell pkg-config --libs ncursesw))$(NC_LIBS)
+sp-top_LIBS := $$(NC_LIBS) -lpthread -lm
 sp-flame_LIBS := -lm
 
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
