@@ -230,17 +230,30 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 	}
 }
 
+static void follow_note(void *arg, const char *msg)
+{
+	(void)arg;
+	sp_warn("%s", msg);
+}
+
+/* The input is idle: what was shown so far leaves now. */
+static void flush_out(void *out)
+{
+	fflush(out);
+}
+
 /* Writes one input's records as JSON lines; returns an exit status. */
 static int stream_to_json(const struct options *o, const char *path, FILE *out)
 {
-	int fd = sp_open_input(path);
 	const char *name = path ? path : "-";
-	struct sp_reader *r = sp_reader_new(fd, name);
+	bool follow = o->follow && strcmp(name, "-") != 0;
+	int fd = follow ? -1 : sp_open_input(path);
+	struct sp_reader *r = follow ? sp_reader_follow(name, &interrupted, follow_note, NULL)
+				     : sp_reader_new(fd, name);
 	if (!r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, o->max_record);
-	if (o->follow)
-		sp_reader_set_follow(r, &interrupted, 50);
+	sp_reader_set_idle(r, flush_out, out);
 
 	struct sp_buf line;
 	sp_buf_init(&line);
@@ -269,8 +282,6 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 			sp_buf_addc(&line, '\n');
 			if (fwrite(line.p, 1, line.len, out) != line.len)
 				break;
-			if (o->follow)
-				fflush(out);
 		}
 		if (last)
 			break;
@@ -280,7 +291,7 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 	ps_reset(&ps);
 	sp_buf_release(&line);
 	sp_reader_free(r);
-	if (fd != STDIN_FILENO)
+	if (fd >= 0 && fd != STDIN_FILENO)
 		close(fd);
 	return status;
 }

@@ -198,6 +198,12 @@ static _Noreturn void search_failed(const struct sp_sym_search *s)
 	sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&s->err));
 }
 
+/* The input is idle: what was named so far leaves now (a write error stays on w). */
+static void flush_out(void *w)
+{
+	sp_writer_flush(w);
+}
+
 int main(int argc, char **argv)
 {
 	const struct option *longopts = long_options();
@@ -245,6 +251,7 @@ int main(int argc, char **argv)
 	if (!w || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
+	sp_reader_set_idle(r, flush_out, w);
 
 	int status = SP_EXIT_OK;
 	struct sp_record rec;

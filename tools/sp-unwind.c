@@ -382,6 +382,18 @@ static void write_summary(struct state *st, const msgpack_object *m)
 }
 
 
+static void follow_note(void *arg, const char *msg)
+{
+	(void)arg;
+	sp_warn("%s", msg);
+}
+
+/* The input is idle: what was unwound so far leaves now (a write error stays on w). */
+static void flush_out(void *w)
+{
+	sp_writer_flush(w);
+}
+
 int main(int argc, char **argv)
 {
 	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD, ARCHIVE, ENGINE,
@@ -450,7 +462,10 @@ int main(int argc, char **argv)
 	}
 	const char *input = sp_single_input(argc, argv, optind);
 
-	int infd = sp_open_input(input);
+	/* Following a file opens it when it appears; a pipe needs no following. */
+	if (follow && (!input || strcmp(input, "-") == 0))
+		follow = false;
+	int infd = follow ? -1 : sp_open_input(input);
 	int outfd = sp_open_output(output, true);
 	st.w = sp_writer_new(outfd, output ? output : "-");
 	st.as = sp_addrspaces_new();
@@ -465,15 +480,16 @@ int main(int argc, char **argv)
 	st.kernel.out_id = UINT64_MAX;
 	st.uframes = sp_xmalloc((max_depth + 1) * sizeof(*st.uframes));
 	st.frames = sp_xmalloc((max_depth + MAX_KERNEL_FRAMES + 2) * sizeof(*st.frames));
-	struct sp_reader *r = sp_reader_new(infd, input ? input : "-");
+	struct sp_reader *r = follow ? sp_reader_follow(input, &interrupted, follow_note, NULL)
+				     : sp_reader_new(infd, input ? input : "-");
 	if (!st.w || !st.as || !st.u || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
+	sp_reader_set_idle(r, flush_out, st.w);
 	if (follow) {
 		struct sigaction sa = { .sa_handler = on_signal };
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
-		sp_reader_set_follow(r, &interrupted, 50);
 	}
 
 	int status = SP_EXIT_OK;
@@ -546,11 +562,8 @@ int main(int argc, char **argv)
 		}
 		if (sp_writer_failed(st.w))
 			break;
-		if (follow) {
-			sp_writer_flush(st.w);
-			if (rec.type == SP_R_SUMMARY)
-				break;
-		}
+		if (follow && rec.type == SP_R_SUMMARY)
+			break;
 	}
 	if (sp_report_input_end(r, rs, input ? input : "-", "unwound") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
@@ -571,7 +584,7 @@ done:
 	free(st.uframes);
 	free(st.frames);
 	sp_modfile_search_release(&ms);
-	if (infd != STDIN_FILENO)
+	if (infd >= 0 && infd != STDIN_FILENO)
 		close(infd);
 	return status;
 }

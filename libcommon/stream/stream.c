@@ -1,6 +1,10 @@
 /* The stream reader (see stream.h and format/sp-stream.md). */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,9 @@ struct sp_reader {
 	bool saw_summary, have_header;
 	volatile int *stop;
 	int poll_ms;
+	void (*idle)(void *arg);
+	void *idle_arg;
+	struct follow *fw;	/* following a path (sp_reader_follow()) */
 	msgpack_zone zone;
 	msgpack_object obj;
 	/* The current segment's header, kept in its own memory. */
@@ -34,6 +41,25 @@ struct sp_reader {
 	msgpack_object hdr_obj;
 	struct sp_header hdr;
 	struct sp_error err;
+};
+
+/*
+ * Following a path: the file now open and how it looked, to notice when
+ * the path names another file.  head holds the file's first bytes as
+ * read, since a file rewritten in place keeps its inode.
+ */
+struct follow {
+	char *path;
+	void (*note)(void *arg, const char *msg);
+	void *arg;
+	dev_t dev;
+	ino_t ino;
+	unsigned char head[64];
+	size_t headlen;
+	uint64_t read_bytes;	/* bytes read from the open file */
+	uint64_t idle_since;	/* ms when the file last had nothing new */
+	uint64_t checked;	/* ms of the last look for a writer */
+	bool waiting_said;
 };
 
 static void reader_fail(struct sp_reader *r, uint64_t offset, enum sp_err code,
@@ -80,6 +106,12 @@ void sp_reader_free(struct sp_reader *r)
 {
 	if (!r)
 		return;
+	if (r->fw) {
+		if (r->fd >= 0)
+			close(r->fd);
+		free(r->fw->path);
+		free(r->fw);
+	}
 	msgpack_zone_destroy(&r->zone);
 	msgpack_zone_destroy(&r->hdr_zone);
 	free(r->hdr_raw);
@@ -98,6 +130,12 @@ void sp_reader_set_follow(struct sp_reader *r, volatile int *stop, int poll_ms)
 	static volatile int never;
 	r->stop = stop ? stop : &never;
 	r->poll_ms = poll_ms > 0 ? poll_ms : 100;
+}
+
+void sp_reader_set_idle(struct sp_reader *r, void (*idle)(void *arg), void *arg)
+{
+	r->idle = idle;
+	r->idle_arg = arg;
 }
 
 const char *sp_reader_error(const struct sp_reader *r)
@@ -123,6 +161,269 @@ const struct sp_header *sp_reader_header(const struct sp_reader *r)
 bool sp_reader_saw_summary(const struct sp_reader *r)
 {
 	return r->saw_summary;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	nanosleep(&ts, NULL);
+}
+
+static void follow_note(struct sp_reader *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void follow_note(struct sp_reader *r, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	if (!r->fw->note)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r->fw->note(r->fw->arg, msg);
+}
+
+/* Whether the descriptor /proc/PID/fd/FD was opened for writing. */
+static bool fd_writes(const char *pid, const char *fd)
+{
+	char path[600], line[128];
+	snprintf(path, sizeof(path), "/proc/%s/fdinfo/%s", pid, fd);
+	FILE *f = fopen(path, "re");
+	bool w = false;
+	while (f && fgets(line, sizeof(line), f))
+		if (strncmp(line, "flags:", 6) == 0) {
+			w = (strtoul(line + 6, NULL, 8) & O_ACCMODE) != O_RDONLY;
+			break;
+		}
+	if (f)
+		fclose(f);
+	return w;
+}
+
+/*
+ * Whether any process has the file dev/ino open for writing: 1 yes, 0 no,
+ * -1 when some process's descriptors cannot be seen (another user's),
+ * which a caller takes as "perhaps".  There is no cheaper way to ask the
+ * kernel who holds a file; it runs at most once per SP_FOLLOW_GONE_MS.
+ */
+static int file_has_writer(dev_t dev, ino_t ino)
+{
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return -1;
+	bool found = false, unseen = false;
+	struct dirent *pe;
+	while (!found && (pe = readdir(proc))) {
+		if (!isdigit((unsigned char)pe->d_name[0]))
+			continue;
+		char path[600];
+		snprintf(path, sizeof(path), "/proc/%s/fd", pe->d_name);
+		DIR *fds = opendir(path);
+		if (!fds) {
+			unseen |= errno == EACCES;
+			continue;
+		}
+		struct dirent *fe;
+		while (!found && (fe = readdir(fds))) {
+			struct stat st;
+			if (fe->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%s/fd/%s", pe->d_name, fe->d_name);
+			if (stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+				found = fd_writes(pe->d_name, fe->d_name);
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return found ? 1 : unseen ? -1 : 0;
+}
+
+/* Forgets the open file and everything not yet handed out. */
+static void follow_drop(struct sp_reader *r)
+{
+	close(r->fd);
+	r->fd = -1;
+	r->start = r->end = 0;
+	r->buf_offset = 0;
+	r->records = 0;
+	r->have_header = false;
+	r->saw_summary = false;
+}
+
+/*
+ * A file nobody writes is a finished recording, most likely the one a new
+ * capture is about to replace: wait a little for that before taking it.
+ * Returns true when the path now names another file.
+ */
+static bool follow_finished(struct sp_reader *r, const struct stat *st)
+{
+	if (st->st_size == 0 || file_has_writer(st->st_dev, st->st_ino) != 0)
+		return false;
+	for (uint64_t t0 = now_ms(); !*r->stop && now_ms() - t0 < SP_FOLLOW_GRACE_MS;) {
+		struct stat now;
+		if (stat(r->fw->path, &now) == 0 &&
+		    (now.st_ino != st->st_ino || now.st_dev != st->st_dev)) {
+			follow_note(r, "'%s' was a finished recording and a new one took its "
+				    "place; following the new one", r->fw->path);
+			return true;
+		}
+		/* Truncated for rewriting in place: nothing of it was read. */
+		if (fstat(r->fd, &now) == 0 && now.st_size < st->st_size)
+			return false;
+		sleep_ms(r->poll_ms);
+	}
+	return false;
+}
+
+/* Opens the path: 1 when open, 0 when there is no file there yet, -1 on error. */
+static int follow_open(struct sp_reader *r)
+{
+	struct follow *fw = r->fw;
+	for (;;) {
+		int fd = open(fw->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 && errno == ENOENT)
+			return 0;
+		if (fd < 0) {
+			reader_fail(r, 0, SP_ERR_ERRNO, "cannot open '%s': %s", fw->path,
+				    strerror(errno));
+			return -1;
+		}
+		struct stat st;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			reader_fail(r, 0, SP_ERR_BAD_INPUT, "'%s' is not a regular file: follow "
+				    "mode reads a file being written; read a pipe without it",
+				    fw->path);
+			return -1;
+		}
+		r->fd = fd;
+		fw->dev = st.st_dev;
+		fw->ino = st.st_ino;
+		fw->headlen = 0;
+		fw->read_bytes = 0;
+		fw->idle_since = 0;
+		if (!follow_finished(r, &st))
+			return 1;
+		follow_drop(r);
+	}
+}
+
+/* Why the path no longer names the file being read, or NULL. */
+static const char *follow_replaced(struct sp_reader *r)
+{
+	struct follow *fw = r->fw;
+	struct stat st;
+	unsigned char head[sizeof(fw->head)];
+	if (stat(fw->path, &st) == 0 && (st.st_ino != fw->ino || st.st_dev != fw->dev))
+		return "was replaced by a new file";
+	if (fstat(r->fd, &st) == 0 && (uint64_t)st.st_size < fw->read_bytes)
+		return "shrank";
+	if (fw->headlen && (pread(r->fd, head, fw->headlen, 0) != (ssize_t)fw->headlen ||
+			    memcmp(head, fw->head, fw->headlen) != 0))
+		return "was rewritten from its start";
+	return NULL;
+}
+
+/* reader_fill() for a followed path. */
+static int follow_fill(struct sp_reader *r)
+{
+	struct follow *fw = r->fw;
+	bool gone = false;
+	for (;;) {
+		if (r->fd < 0) {
+			if (*r->stop)
+				return 0;
+			int k = follow_open(r);
+			if (k < 0)
+				return -1;
+			if (k > 0)
+				continue;
+			if (!fw->waiting_said)
+				follow_note(r, "waiting for '%s' to appear", fw->path);
+			fw->waiting_said = true;
+			sleep_ms(r->poll_ms);
+			continue;
+		}
+		ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
+		if (n > 0) {
+			if (fw->read_bytes < sizeof(fw->head)) {
+				size_t k = sizeof(fw->head) - fw->read_bytes;
+				if (k > (size_t)n)
+					k = (size_t)n;
+				memcpy(fw->head + fw->headlen, r->buf + r->end, k);
+				fw->headlen += k;
+			}
+			fw->read_bytes += (uint64_t)n;
+			r->end += (size_t)n;
+			fw->idle_since = 0;
+			return 1;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			reader_fail(r, sp_reader_offset(r), SP_ERR_ERRNO, "read error: %s",
+				    strerror(errno));
+			return -1;
+		}
+		/* At the end of the file as it is now. */
+		if (*r->stop)
+			return 0;
+		const char *why = follow_replaced(r);
+		if (why) {
+			follow_note(r, "'%s' %s; starting over on it%s", fw->path, why,
+				    r->records || r->end > r->start ?
+				    " (the records before are of the old file)" : "");
+			follow_drop(r);
+			continue;
+		}
+		if (r->saw_summary && r->start == r->end)
+			return 0;
+		if (gone)
+			return 0;
+		if (r->idle)
+			r->idle(r->idle_arg);
+		uint64_t now = now_ms();
+		if (!fw->idle_since)
+			fw->idle_since = now;
+		if (now - fw->idle_since >= SP_FOLLOW_GONE_MS &&
+		    now - fw->checked >= SP_FOLLOW_GONE_MS) {
+			fw->checked = now;
+			/* One more read after this catches the writer's last bytes. */
+			gone = file_has_writer(fw->dev, fw->ino) == 0;
+			if (gone) {
+				follow_note(r, "no process writes '%s' any more", fw->path);
+				continue;
+			}
+		}
+		sleep_ms(r->poll_ms);
+	}
+}
+
+struct sp_reader *sp_reader_follow(const char *path, volatile int *stop,
+				   void (*note)(void *arg, const char *msg), void *arg)
+{
+	struct sp_reader *r = sp_reader_new(-1, path);
+	if (!r)
+		return NULL;
+	r->fw = calloc(1, sizeof(*r->fw));
+	if (!r->fw || !(r->fw->path = strdup(path))) {
+		free(r->fw);
+		r->fw = NULL;
+		sp_reader_free(r);
+		return NULL;
+	}
+	r->fw->note = note;
+	r->fw->arg = arg;
+	sp_reader_set_follow(r, stop, 50);
+	return r;
 }
 
 /*
@@ -151,6 +452,14 @@ static int reader_fill(struct sp_reader *r)
 		r->buf = nb;
 		r->cap = ncap;
 	}
+	if (r->fw)
+		return follow_fill(r);
+	/* A pipe with nothing in it: let the tool flush before the wait. */
+	if (r->idle && !r->seekable_growth) {
+		struct pollfd pfd = { r->fd, POLLIN, 0 };
+		if (poll(&pfd, 1, 0) == 0)
+			r->idle(r->idle_arg);
+	}
 	for (;;) {
 		ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
 		if (n > 0) {
@@ -169,9 +478,9 @@ static int reader_fill(struct sp_reader *r)
 		/* End of input.  In follow mode a regular file may grow. */
 		if (!r->stop || !r->seekable_growth)
 			return 0;
-		struct timespec ts = { r->poll_ms / 1000,
-				       (long)(r->poll_ms % 1000) * 1000000L };
-		nanosleep(&ts, NULL);
+		if (r->idle)
+			r->idle(r->idle_arg);
+		sleep_ms(r->poll_ms);
 	}
 }
 

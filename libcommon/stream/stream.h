@@ -71,6 +71,35 @@ void sp_reader_set_max_record(struct sp_reader *r, size_t bytes);
 void sp_reader_set_follow(struct sp_reader *r, volatile int *stop, int poll_ms);
 
 /*
+ * Called when the reader is about to wait for input that is not there
+ * yet: a pipe with nothing in it, or a followed file at its end.  A tool
+ * flushes its output there, so what it has made from the records read
+ * so far leaves it while its input is idle, and a file read at full
+ * speed pays nothing for it.
+ */
+void sp_reader_set_idle(struct sp_reader *r, void (*idle)(void *arg), void *arg);
+
+/*
+ * Follows the file at path while it is being written (format/sp-stream.md,
+ * "Following a file being written"); the reader opens it itself, and it
+ * need not exist yet: the reader waits for it to appear.  When the path
+ * is replaced by another file (a new inode, the file shrinking, or its
+ * first bytes rewritten), the reader drops what it had not yet handed out
+ * and starts over on the new file with a new segment, so records of two
+ * recordings never meet in one segment.  A file that nobody writes when it
+ * is first opened is a finished recording: it is read only if it is not
+ * replaced within SP_FOLLOW_GRACE_MS.  The input ends (SP_READ_END) after
+ * a summary record, when no process writes the file any more (checked
+ * after SP_FOLLOW_GONE_MS without growth), or when *stop becomes nonzero.
+ * note, if not NULL, is given each such event as one line for the user
+ * (it must not call the reader).  Returns NULL only when memory runs out.
+ */
+#define SP_FOLLOW_GRACE_MS 3000
+#define SP_FOLLOW_GONE_MS 1000
+struct sp_reader *sp_reader_follow(const char *path, volatile int *stop,
+				   void (*note)(void *arg, const char *msg), void *arg);
+
+/*
  * Reads the next record into *rec.  A header record is checked
  * (format name, major version, stage) and starts a new segment.
  * A record of a known type is checked for its required keys.
