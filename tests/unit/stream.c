@@ -197,11 +197,11 @@ SP_TEST(record_writers_follow_the_spec)
 	CHECK_RECORD(write_stack_2, 5, "{\"t\":\"stack\",\"id\":5,\"frames\":[[16,3,4,0],[0,null,1,8]]}");
 	struct sp_inline inl = { "work", NULL, 22 };
 	struct sp_frame_rec fr = { .id = 1, .addr = 0x10, .origin = "debuginfo", .name = "main",
-				   .has_module = true, .module = 0, .file = "w.c", .line = 31,
+				   .has_module = true, .module = 0, .rel = 0xc, .file = "w.c", .line = 31,
 				   .inl = &inl, .ninl = 1, .flags = 6 };
 	CHECK_RECORD(sp_write_frame, &fr,
 		     "{\"t\":\"frame\",\"id\":1,\"addr\":16,\"origin\":\"debuginfo\",\"name\":\"main\","
-		     "\"module\":0,\"file\":\"w.c\",\"line\":31,"
+		     "\"module\":0,\"rel\":12,\"file\":\"w.c\",\"line\":31,"
 		     "\"inline\":[{\"name\":\"work\",\"line\":22}],\"flags\":6}");
 	struct sp_module_rec mod = { .id = 2, .path = "[vdso]", .kind = "vdso", .pid = 4 };
 	CHECK_RECORD(sp_write_module, &mod,
