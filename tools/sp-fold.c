@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,8 @@ static void usage(void)
 	       "                           self time (0: all), with their total time\n"
 	       "      --sort KEY           with --top: self (default) or total\n"
 	       "      --allow-empty        exit 0 when the filters match no sample\n"
+	       "  -f, --follow             write the lines of new samples whenever the input\n"
+	       "                           is idle; a file is followed while it is written\n"
 	       "  -h, --help               show this help\n"
 	       "  -V, --version            show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
@@ -129,6 +132,33 @@ static bool filtered_out(const struct sp_fold_options *o, uint64_t samples)
 	return true;
 }
 
+static volatile int interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void follow_note(void *arg, const char *msg)
+{
+	(void)arg;
+	sp_warn("%s", msg);
+}
+
+/* --follow: the input is idle, so the lines of the samples since the last time leave. */
+struct follow_out {
+	struct sp_fold *f;
+	FILE *out;
+};
+
+static void write_new(void *arg)
+{
+	struct follow_out *fo = arg;
+	if (sp_fold_write_new(fo->f, fo->out) == 0)
+		fflush(fo->out);
+}
+
 /* --top: the report of the functions with most self (or total) time. */
 static int write_top(struct sp_fold *f, FILE *out, size_t n, enum sp_top_sort sort)
 {
@@ -176,6 +206,7 @@ int main(int argc, char **argv)
 		{ "top", required_argument, NULL, TOP },
 		{ "sort", required_argument, NULL, SORT },
 		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
+		{ "follow", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -191,12 +222,12 @@ int main(int argc, char **argv)
 	struct sp_fold_options o = { .format = SP_FOLD_FOLDED, .to = INFINITY };
 	size_t alloc_pids = 0, alloc_tids = 0, alloc_comms = 0;
 	const char *output = NULL;
-	bool allow_empty = false;
+	bool allow_empty = false, follow = false;
 	uint64_t samples = 0;
 	int c;
 
 	sp_tool_init(argv[0]);
-	while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
 		case FORMAT:
@@ -230,6 +261,7 @@ int main(int argc, char **argv)
 			want_sort = true;
 			break;
 		case ALLOW_EMPTY: allow_empty = true; break;
+		case 'f': follow = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
 		case 'V': return sp_show_version();
 		default:
@@ -243,16 +275,29 @@ int main(int argc, char **argv)
 		sp_usage_error("--sort is for --top");
 	if (want_top && (o.format != SP_FOLD_FOLDED || o.per_thread_dir))
 		sp_usage_error("--top writes a text report: no --format or --per-thread with it");
+	if (follow && (want_top || o.format != SP_FOLD_FOLDED || o.per_thread_dir))
+		sp_usage_error("--follow writes folded lines as they come: no --top, --format "
+			       "or --per-thread with it");
 	if (o.per_thread_dir && mkdir(o.per_thread_dir, 0755) < 0 && errno != EEXIST)
 		sp_die(SP_EXIT_FATAL, "cannot create '%s': %s", o.per_thread_dir, strerror(errno));
 
-	int infd = sp_open_input(input);
+	/* Following a file opens it when it appears; a pipe needs no following. */
+	bool follow_file = follow && input && strcmp(input, "-") != 0;
+	int infd = follow_file ? -1 : sp_open_input(input);
 	int outfd = sp_open_output(output, o.format == SP_FOLD_PPROF);
 	FILE *out = sp_output_file(outfd);
-	struct sp_reader *r = sp_reader_new(infd, input ? input : "-");
+	struct sp_reader *r = follow_file ? sp_reader_follow(input, &interrupted, follow_note, NULL)
+					  : sp_reader_new(infd, input ? input : "-");
 	struct sp_fold *f = sp_fold_new(&o);
 	if (!out || !r || !f)
 		sp_die(SP_EXIT_FATAL, "out of memory");
+	struct follow_out fo = { f, out };
+	if (follow) {
+		struct sigaction sa = { .sa_handler = on_signal };
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		sp_reader_set_idle(r, write_new, &fo);
+	}
 
 	int status = SP_EXIT_OK;
 	struct sp_record rec;
@@ -290,7 +335,7 @@ int main(int argc, char **argv)
 	if (want_top) {
 		if (write_top(f, out, (size_t)top, sort) != SP_EXIT_OK)
 			status = SP_EXIT_FATAL;
-	} else if (sp_fold_write(f, out) < 0) {
+	} else if (follow ? sp_fold_write_new(f, out) < 0 : sp_fold_write(f, out) < 0) {
 		sp_warn("%s", sp_fold_error(f));
 		status = SP_EXIT_FATAL;
 	}

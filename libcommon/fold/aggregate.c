@@ -251,4 +251,5 @@ void fold_tables_release(struct sp_fold *f)
 		free(f->threads[i].seq);
 	free(f->threads);
 	free(f->counts);
+	free(f->shown);
 }

@@ -122,6 +122,13 @@ int sp_fold_record(struct sp_fold *f, const struct sp_record *rec);
  */
 int sp_fold_write(struct sp_fold *f, FILE *out);
 
+/*
+ * Writes, as folded lines, only the weight folded since the last call
+ * (sp-fold --follow): the sum of every call's lines is the whole result.
+ * Returns 0, or -1 with sp_fold_error() set.
+ */
+int sp_fold_write_new(struct sp_fold *f, FILE *out);
+
 /* The message of the last error; the string lives as long as f. */
 const char *sp_fold_error(const struct sp_fold *f);
 

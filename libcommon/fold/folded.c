@@ -130,6 +130,34 @@ static int write_folded(struct sp_fold *f, FILE *out, const uint32_t *only)
 	return rc < 0 ? fold_nomem(f) : 0;
 }
 
+int sp_fold_write_new(struct sp_fold *f, FILE *out)
+{
+	struct sp_hashmap lines;
+	struct sp_buf line = SP_BUF_INIT;
+	size_t had = f->allocshown;
+	int rc = 0;
+	if (SP_ALLOC_GROW(f->shown, f->ncounts, f->allocshown) < 0)
+		return fold_nomem(f);
+	if (f->allocshown > had)
+		memset(f->shown + had, 0, (f->allocshown - had) * sizeof(*f->shown));
+	sp_hashmap_init(&lines, fline_cmp);
+	for (size_t i = 0; i < f->ncounts && rc == 0; i++) {
+		const struct sp_fold_count *c = &f->counts[i];
+		uint64_t w = f->o.period ? c->period : c->samples;
+		if (w == f->shown[i])
+			continue;
+		folded_line(f, c, &line);
+		if (line.oom || add_line(&lines, &line, w - f->shown[i]) < 0)
+			rc = -1;
+		f->shown[i] = w;
+	}
+	if (rc == 0)
+		rc = write_sorted(&lines, out);
+	sp_hashmap_release(&lines, free_fline);
+	sp_buf_release(&line);
+	return rc < 0 ? fold_nomem(f) : 0;
+}
+
 /* One folded file per thread in the --per-thread folder. */
 static int write_per_thread(struct sp_fold *f)
 {

@@ -64,6 +64,8 @@ struct sp_fold {
 	struct sp_u64map thread_map;	/* pid << 32 | tid -> latest index + 1 */
 	struct sp_fold_count *counts;
 	size_t ncounts, alloccounts;
+	uint64_t *shown;		/* weight of counts[i] written by sp_fold_write_new() */
+	size_t allocshown;
 	struct sp_u64map count_map;	/* thread << 32 | stack -> index + 1 */
 	char **strings;			/* every kept string, freed at the end */
 	size_t nstrings, allocstrings;
