@@ -101,7 +101,8 @@ header() {
 	[[ "$output" == *"record 0: stream does not start with a header record (found 'process')"* ]]
 	printf 'PERFILE2\x68\0\0\0\0\0\0\0' > "$BATS_TEST_TMPDIR/perf.data"
 	run sp-cat "$BATS_TEST_TMPDIR/perf.data"
-	[[ "$output" == *"this is a perf.data file, not a stackpulse stream"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"is a perf.data file (from perf record), not a stackpulse stream"* ]]
 }
 
 @test "an oversized record is refused without reading it into memory" {

@@ -345,7 +345,7 @@ static int read_line(int fd, struct sp_buf *in, size_t *pos, struct sp_buf *line
 /* Turns one input's JSON lines into records; returns an exit status. */
 static int json_to_stream(const char *path, struct sp_writer *w)
 {
-	int fd = sp_open_input(path);
+	int fd = sp_open_text_input(path);
 	const char *name = path ? path : "-";
 	struct sp_buf in, line;
 	sp_buf_init(&in);
@@ -464,15 +464,10 @@ int main(int argc, char **argv)
 			if (s > status)
 				status = s;
 		}
-		if (sp_writer_close(w) < 0) {
-			sp_warn("cannot write the stream to '%s': %s",
-				o.output ? o.output : "-", strerror(errno));
-			status = SP_EXIT_FATAL;
-		}
+		if (sp_writer_close(w) < 0)
+			status = sp_write_failed(errno);
 	} else {
-		FILE *out = fdopen(outfd, "w");
-		if (!out)
-			sp_die(SP_EXIT_FATAL, "cannot open the output: %s", strerror(errno));
+		FILE *out = sp_output_file(outfd);
 		setvbuf(out, NULL, _IOFBF, 1 << 16);
 		for (int i = 0; i < (nin ? nin : 1); i++) {
 			int s = stream_to_json(&o, nin ? argv[optind + i] : NULL, out);
@@ -481,13 +476,7 @@ int main(int argc, char **argv)
 			if (ferror(out))
 				break;
 		}
-		if ((fflush(out) != 0 || ferror(out)) && errno != EPIPE) {
-			sp_warn("cannot write to '%s': %s", o.output ? o.output : "-",
-				strerror(errno));
-			status = SP_EXIT_FATAL;
-		}
-		/* A reader that stopped early (sp-cat | head) is not an error. */
-		fclose(out);
+		status = sp_output_close(out, status);
 	}
 	if (o.types) {
 		free(o.types[0]);

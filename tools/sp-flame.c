@@ -73,7 +73,7 @@ static int read_inputs(struct sp_flame *f, char **paths, int n, bool diff, bool 
 	for (int i = 0; i < (n ? n : 1); i++) {
 		const char *path = n ? paths[i] : NULL, *name = path ? path : "-";
 		struct sp_flame_input in;
-		int fd = sp_open_input(path);
+		int fd = sp_open_text_input(path);
 		int r = sp_flame_read(f, fd, name, diff ? (enum sp_flame_side)i : SP_FLAME_AS_IS,
 				      &in);
 		if (fd != STDIN_FILENO)
@@ -168,16 +168,11 @@ int main(int argc, char **argv)
 		sp_warn("the input holds no samples");
 
 	/* Draw it. */
-	FILE *out = fdopen(sp_open_output(output, false), "w");
-	if (!out)
-		sp_die(SP_EXIT_FATAL, "cannot open the output: %s", strerror(errno));
+	FILE *out = sp_output_file(sp_open_output(output, false));
 	setvbuf(out, NULL, _IOFBF, 1 << 16);
-	/* A reader that stopped early (sp-flame | head) is not an error. */
-	if (sp_flame_write(f, out) < 0 && errno != EPIPE) {
-		sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
-		status = SP_EXIT_FATAL;
-	}
-	fclose(out);
+	if (sp_flame_write(f, out) < 0 && !ferror(out))
+		sp_die(SP_EXIT_FATAL, "%s", sp_flame_error(f));
+	status = sp_output_close(out, status);
 	sp_flame_free(f);
 	return status;
 }

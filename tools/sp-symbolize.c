@@ -313,10 +313,8 @@ int main(int argc, char **argv)
 	if (sp_report_input_end(r, rs, input ? input : "-", "symbolized") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
 done:
-	if (sp_writer_close(w) < 0) {
-		sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
-		status = SP_EXIT_FATAL;
-	}
+	if (sp_writer_close(w) < 0)
+		status = sp_write_failed(errno);
 	sp_reader_free(r);
 	sp_symbolizer_free(sym);
 	sp_sym_search_release(&search);

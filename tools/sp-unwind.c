@@ -571,7 +571,7 @@ done:
 	if (sp_writer_close(st.w) < 0) {
 		/* The reader went away (a failed sp-symbolize): its message is the one. */
 		if (errno != EPIPE)
-			sp_warn("cannot write to '%s': %s", output ? output : "-", strerror(errno));
+			sp_write_failed(errno);
 		status = SP_EXIT_FATAL;
 	}
 	sp_reader_free(r);

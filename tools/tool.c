@@ -1,18 +1,102 @@
 /* Tool helpers (see tool.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "stream/stream.h"
 #include "stream/header.h"
+#include "stream/sniff.h"
 #include "tool.h"
 
 const char *sp_progname = "stackpulse";
+
+/*
+ * A FILE that writes to fd and keeps the first write error: glibc
+ * drops its buffer when a write fails, and a later fflush() then
+ * succeeds with errno long gone, so the error is kept here instead.
+ */
+struct out_cookie {
+	int fd;
+	int err;
+};
+
+static struct out_cookie stdout_cookie = { STDOUT_FILENO, 0 };
+static bool stdout_wrapped;
+static pid_t owner;
+
+/* The output file (-o), written under a temporary name until it is renamed. */
+static struct {
+	const char *name;	/* for messages: as given, or "standard output" */
+	char *path;		/* the file the temporary replaces, links resolved */
+	char *tmp;		/* the temporary, until it is renamed */
+	bool keep_old;		/* keep a replaced file as NAME.old */
+	bool have_id;		/* dev and ino of the output are known */
+	dev_t dev;
+	ino_t ino;
+	struct out_cookie cookie;	/* for sp_output_file() */
+} output = { .name = "standard output", .cookie = { -1, 0 } };
+
+/* The regular files read so far, so that none is also the output. */
+static struct input_id {
+	dev_t dev;
+	ino_t ino;
+	char *name;
+} *inputs;
+static size_t ninputs;
+
+static ssize_t cookie_write(void *c, const char *buf, size_t n)
+{
+	struct out_cookie *k = c;
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = write(k->fd, buf + done, n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			if (!k->err)
+				k->err = errno;
+			return done ? (ssize_t)done : -1;
+		}
+		done += (size_t)w;
+	}
+	return (ssize_t)n;
+}
+
+static int cookie_close(void *c)
+{
+	(void)c;
+	return 0;
+}
+
+static FILE *cookie_file(struct out_cookie *k)
+{
+	cookie_io_functions_t io = { .write = cookie_write, .close = cookie_close };
+	return fopencookie(k, "w", io);
+}
+
+static void remove_temporary(void)
+{
+	if (output.tmp && getpid() == owner)
+		unlink(output.tmp);
+}
+
+/* Interrupted before the output was complete: leave no temporary behind. */
+static void on_interrupt(int sig)
+{
+	remove_temporary();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void finish_outputs(int status, void *unused);
 
 void sp_tool_init(const char *argv0)
 {
@@ -21,6 +105,20 @@ void sp_tool_init(const char *argv0)
 		sp_progname = slash ? slash + 1 : argv0;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	owner = getpid();
+	/*
+	 * Off a terminal, standard output keeps its write error for the
+	 * check at exit (a terminal keeps stdout itself, for curses).
+	 */
+	if (!isatty(STDOUT_FILENO)) {
+		FILE *f = cookie_file(&stdout_cookie);
+		if (f) {
+			setvbuf(f, NULL, _IOFBF, BUFSIZ);
+			stdout = f;
+			stdout_wrapped = true;
+		}
+	}
+	on_exit(finish_outputs, NULL);
 }
 
 static void vwarn(const char *fmt, va_list ap)
@@ -122,21 +220,223 @@ int sp_parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-int sp_open_input(const char *path)
+/* How messages name an input: 'PATH', or standard input. */
+static const char *input_name(const char *path, char *buf, size_t n)
 {
-	if (!path || strcmp(path, "-") == 0)
-		return STDIN_FILENO;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (!path)
+		return "standard input";
+	snprintf(buf, n, "'%s'", path);
+	return buf;
+}
+
+static _Noreturn void same_file(const char *input)
+{
+	bool std = strcmp(output.name, "standard output") == 0;
+	sp_die(SP_EXIT_USAGE, "the output %s%s%s is the same file as the input '%s': "
+	       "write to another file", std ? "" : "'", output.name, std ? "" : "'", input);
+}
+
+/* Remembers a regular input; refuses one that is the output. */
+static void note_input(const char *name, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode))
+		return;
+	if (output.have_id && output.dev == st->st_dev && output.ino == st->st_ino)
+		same_file(name);
+	inputs = sp_xrealloc(inputs, (ninputs + 1) * sizeof(*inputs));
+	inputs[ninputs++] = (struct input_id){ st->st_dev, st->st_ino, sp_xstrdup(name) };
+}
+
+/*
+ * A FIFO is a live pipe: wait for its writer, and say what is awaited
+ * when nothing has come for a while.
+ */
+static void wait_for_writer(int fd, const char *name)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int k;
+	while ((k = poll(&p, 1, 2000)) < 0 && errno == EINTR)
+		;
+	if (k == 0) {
+		sp_warn("%s is a FIFO and nothing has been written to it yet: waiting for "
+			"its writer", name);
+		while (poll(&p, 1, -1) < 0 && errno == EINTR)
+			;
+	}
+}
+
+/* The first bytes of a pipe, left in it for the reader (tee(2) copies them). */
+static ssize_t peek_pipe(int fd, unsigned char *buf, size_t n)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	int t[2];
+	if (pipe2(t, O_CLOEXEC) < 0)
+		return -1;
+	ssize_t k = tee(fd, t[1], n, SPLICE_F_NONBLOCK);
+	if (k > 0)
+		k = read(t[0], buf, (size_t)k);
+	close(t[0]);
+	close(t[1]);
+	return k;
+}
+
+/* Refuses, with what to do instead, an input that is plainly not a stream. */
+static void sniff_input(int fd, const char *path, const char *name, const struct stat *st)
+{
+	unsigned char buf[16];
+	ssize_t n = -1;
+	if (S_ISREG(st->st_mode)) {
+		off_t at = lseek(fd, 0, SEEK_CUR);
+		n = pread(fd, buf, sizeof(buf), at < 0 ? 0 : at);
+	} else if (S_ISFIFO(st->st_mode)) {
+		n = peek_pipe(fd, buf, sizeof(buf));
+	}
+	if (n <= 0)
+		return;
+	const char *file = path ? path : "FILE", *unpack = NULL;
+	switch (sp_sniff(buf, (size_t)n)) {
+	case SP_SNIFF_PERF_DATA:
+		sp_die(SP_EXIT_FATAL, "%s is a perf.data file (from perf record), not a stackpulse "
+		       "stream: record with sp-capture instead (there is no converter from "
+		       "perf.data)", name);
+	case SP_SNIFF_GZIP: unpack = "zcat"; break;
+	case SP_SNIFF_ZSTD: unpack = "zstdcat"; break;
+	case SP_SNIFF_XZ: unpack = "xzcat"; break;
+	case SP_SNIFF_BZIP2: unpack = "bzcat"; break;
+	case SP_SNIFF_ELF:
+		sp_die(SP_EXIT_FATAL, "%s is an ELF file (a program or library), not a stackpulse "
+		       "stream: to profile a program, run it under sp-capture "
+		       "(sp-capture -o rec.sps -- PROGRAM)", name);
+	case SP_SNIFF_JSON:
+		sp_die(SP_EXIT_FATAL, "%s is JSON text, not a stackpulse stream: if it holds "
+		       "sp-cat's JSON lines, make a stream of it with sp-cat --from-json %s",
+		       name, file);
+	case SP_SNIFF_TEXT:
+		sp_die(SP_EXIT_FATAL, "%s is text, not a stackpulse stream (folded stacks are "
+		       "drawn with sp-flame; sp-cat --from-json reads JSON lines)", name);
+	default:
+		return;
+	}
+	sp_die(SP_EXIT_FATAL, "%s is %s-compressed: %s %s | %s", name,
+	       strcmp(unpack, "zcat") == 0 ? "gzip" : unpack[0] == 'z' ? "zstd" :
+	       unpack[0] == 'x' ? "xz" : "bzip2", unpack, file, sp_progname);
+}
+
+static int open_input(const char *path, bool stream)
+{
+	char buf[PATH_MAX + 8];
+	if (path && strcmp(path, "-") == 0)
+		path = NULL;
+	const char *name = input_name(path, buf, sizeof(buf));
+	int fd = STDIN_FILENO;
+	if (path && (fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		sp_die(SP_EXIT_FATAL, "cannot open '%s': %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		sp_die(SP_EXIT_FATAL, "cannot read %s: %s", name, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		sp_die(SP_EXIT_FATAL, "%s is a directory, not a %s", name, stream ? "stream" : "file");
+	if (stream && isatty(fd))
+		sp_die(SP_EXIT_FATAL, "refusing to read a binary stream from a terminal (%s): give "
+		       "a file, or pipe a stream in", name);
+	note_input(path ? path : "standard input", &st);
+	if (path && S_ISFIFO(st.st_mode))
+		wait_for_writer(fd, name);
+	if (path)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (stream)
+		sniff_input(fd, path, name, &st);
 	return fd;
 }
 
-int sp_open_output(const char *path, bool binary)
+int sp_open_input(const char *path)
 {
+	return open_input(path, true);
+}
+
+int sp_open_text_input(const char *path)
+{
+	return open_input(path, false);
+}
+
+/* Refuses an output that is one of the inputs read so far. */
+static void check_output_id(const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode))
+		return;
+	output.have_id = true;
+	output.dev = st->st_dev;
+	output.ino = st->st_ino;
+	for (size_t i = 0; i < ninputs; i++)
+		if (inputs[i].dev == st->st_dev && inputs[i].ino == st->st_ino)
+			same_file(inputs[i].name);
+}
+
+/*
+ * Starts a temporary beside the file it will replace: ".NAME.XXXXXX" in
+ * the same directory, so that the rename is atomic.  Returns its fd, or
+ * -1 when the directory takes no new file.
+ */
+static int open_temporary(const char *path, const struct stat *old)
+{
+	char *target = old ? realpath(path, NULL) : NULL;
+	if (!target)
+		target = sp_xstrdup(path);
+	const char *slash = strrchr(target, '/');
+	int dirlen = slash ? (int)(slash - target + 1) : 0;
+	size_t n = strlen(target) + 16;
+	char *tmp = sp_xmalloc(n);
+	snprintf(tmp, n, "%.*s.%s.XXXXXX", dirlen, target, target + dirlen);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		free(tmp);
+		free(target);
+		return -1;
+	}
+	mode_t mask = umask(0);
+	umask(mask);
+	if (old) {
+		/* Owner and mode as before; a user who is not root keeps the file as theirs. */
+		fchmod(fd, old->st_mode & 07777);
+		(void)!fchown(fd, old->st_uid, old->st_gid);
+	} else {
+		fchmod(fd, 0644 & ~mask);
+	}
+	output.path = target;
+	output.tmp = tmp;
+	return fd;
+}
+
+static int open_output(const char *path, bool binary)
+{
+	struct stat st;
 	int fd = STDOUT_FILENO;
-	if (path && strcmp(path, "-") != 0) {
-		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (!path || strcmp(path, "-") == 0) {
+		if (fstat(fd, &st) == 0)
+			check_output_id(&st);
+	} else {
+		output.name = path;
+		bool exists = stat(path, &st) == 0;
+		if (exists)
+			check_output_id(&st);
+		fd = -1;
+		if (!exists || S_ISREG(st.st_mode)) {
+			fd = open_temporary(path, exists ? &st : NULL);
+			if (fd >= 0 && !output.keep_old) {
+				struct sigaction sa = { 0 }, old;
+				sa.sa_handler = on_interrupt;
+				int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+				for (size_t i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
+					if (sigaction(sigs[i], NULL, &old) == 0 &&
+					    old.sa_handler == SIG_DFL)
+						sigaction(sigs[i], &sa, NULL);
+			}
+		}
+		/* A device, a FIFO, or a directory that takes no new file: in place. */
+		if (fd < 0)
+			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0)
 			sp_die(SP_EXIT_FATAL, "cannot create '%s': %s", path,
 			       strerror(errno));
@@ -144,7 +444,113 @@ int sp_open_output(const char *path, bool binary)
 	if (binary && isatty(fd))
 		sp_die(SP_EXIT_USAGE, "refusing to write a binary stream to a terminal; "
 		       "redirect it to a file or a pipe, or use -o FILE");
+	output.cookie.fd = fd;
 	return fd;
+}
+
+int sp_open_output(const char *path, bool binary)
+{
+	return open_output(path, binary);
+}
+
+int sp_open_recording(const char *path)
+{
+	output.keep_old = true;
+	return open_output(path, true);
+}
+
+const char *sp_output_name(void)
+{
+	return output.name;
+}
+
+/* Puts the temporary in place, the replaced file kept as NAME.old if asked. */
+static int rename_into_place(void)
+{
+	if (!output.tmp)
+		return 0;
+	if (output.keep_old && access(output.path, F_OK) == 0) {
+		size_t n = strlen(output.path) + 5;
+		char *old = sp_xmalloc(n);
+		snprintf(old, n, "%s.old", output.path);
+		unlink(old);
+		/* A link keeps NAME in place until the rename replaces it. */
+		if (link(output.path, old) < 0 && rename(output.path, old) < 0)
+			sp_warn("cannot keep '%s' as '%s': %s", output.path, old, strerror(errno));
+		free(old);
+	}
+	if (rename(output.tmp, output.path) < 0) {
+		sp_warn("cannot rename '%s' to '%s': %s", output.tmp, output.path, strerror(errno));
+		return -1;
+	}
+	free(output.tmp);
+	output.tmp = NULL;
+	return 0;
+}
+
+int sp_output_commit(void)
+{
+	return rename_into_place();
+}
+
+FILE *sp_output_file(int fd)
+{
+	output.cookie.fd = fd;
+	output.cookie.err = 0;
+	FILE *f = cookie_file(&output.cookie);
+	if (!f)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	return f;
+}
+
+int sp_write_failed(int err)
+{
+	sp_warn("cannot write '%s': %s", output.name, strerror(err));
+	return SP_EXIT_FATAL;
+}
+
+int sp_output_close(FILE *f, int status)
+{
+	int bad = fflush(f) != 0 || ferror(f);
+	int err = output.cookie.err ? output.cookie.err : errno ? errno : EIO;
+	fclose(f);
+	/* A reader that stopped early (sp-cat | head) is not an error. */
+	if (!bad || err == EPIPE)
+		return status;
+	return sp_write_failed(err);
+}
+
+/*
+ * At exit: standard output's stdio buffer is written and checked, and
+ * the output file is renamed into place when the result is whole or
+ * partial (0 or 1), or removed when the tool failed, so that the file it
+ * would have replaced stays as it was.
+ */
+static void finish_outputs(int status, void *unused)
+{
+	(void)unused;
+	if (getpid() != owner)
+		return;
+	int st = status;
+	errno = 0;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		int e = stdout_wrapped && stdout_cookie.err ? stdout_cookie.err :
+			errno ? errno : EIO;
+		if (e != EPIPE) {
+			sp_warn("cannot write 'standard output': %s", strerror(e));
+			st = SP_EXIT_FATAL;
+		}
+	}
+	if (output.tmp) {
+		if (st == SP_EXIT_OK || st == SP_EXIT_PARTIAL) {
+			if (rename_into_place() < 0)
+				st = SP_EXIT_FATAL;
+		}
+		if (output.tmp)
+			unlink(output.tmp);
+	}
+	if (st != status)
+		_exit(st);
 }
 
 int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
@@ -154,6 +560,10 @@ int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
 		sp_warn("'%s': %s", name, sp_reader_error(r));
 		return SP_EXIT_PARTIAL;
 	}
+	struct stat st;
+	if (read_status == SP_READ_END && sp_reader_records(r) == 0 && strcmp(name, "-") != 0 &&
+	    stat(name, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+		sp_die(SP_EXIT_FATAL, "'%s' is empty: it holds no stream", name);
 	if (read_status == SP_READ_END && sp_reader_records(r) > 0 && !sp_reader_saw_summary(r)) {
 		sp_warn("'%s': stream ends without a summary record after %llu records: it was "
 			"cut short%s%s", name, (unsigned long long)sp_reader_records(r),

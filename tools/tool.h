@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The one exit-status table of every tool. */
 enum sp_exit {
@@ -33,7 +34,11 @@ extern const char *sp_progname;
 
 /*
  * Sets the program name from argv[0] and ignores SIGPIPE so that a
- * closed output shows up as EPIPE from write().
+ * closed output shows up as EPIPE from write().  Arranges that at exit
+ * standard output is flushed and checked (a write error other than
+ * EPIPE is "cannot write 'standard output': ..." and exit status 2) and
+ * that the output file is renamed into place or removed (see
+ * sp_open_output()).
  */
 void sp_tool_init(const char *argv0);
 
@@ -76,17 +81,57 @@ const char *sp_single_input(int argc, char **argv, int optind);
 int sp_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 /*
- * Opens FILE for reading ("-" or NULL is stdin).  Dies with a message
- * when it cannot be opened.
+ * Opens FILE as a stream ("-" or NULL is stdin).  Dies (SP_EXIT_FATAL)
+ * with a message saying what it is when it cannot be opened, is a
+ * directory or a terminal, or plainly holds no stream (perf.data, a
+ * compressed file, JSON, text, a program); waits for the writer of a
+ * FIFO, saying so when nothing comes.  Dies with SP_EXIT_USAGE when it
+ * is the output file.
  */
 int sp_open_input(const char *path);
 
+/* The same for an input of text (folded stacks, JSON lines): a terminal is fine. */
+int sp_open_text_input(const char *path);
+
 /*
- * Opens FILE for writing ("-" or NULL is stdout), truncating it.  When
- * binary is true and the output is a terminal, dies with a hint to
- * redirect.  Dies when the file cannot be created.
+ * Opens FILE for writing ("-" or NULL is stdout).  A regular file (new
+ * or existing) is written as a temporary ".FILE.XXXXXX" in its
+ * directory, renamed over FILE when the tool exits with 0 or 1, removed
+ * when it fails or is interrupted, so that an old FILE survives every
+ * failure.  Refuses (SP_EXIT_USAGE) an output that is the same file as
+ * an input opened before or after it.  When binary is true and the
+ * output is a terminal, dies with a hint to redirect.  Dies when the
+ * file cannot be created.
  */
 int sp_open_output(const char *path, bool binary);
+
+/*
+ * sp_open_output() for sp-capture's recording: binary, and renamed by
+ * sp_output_commit() as soon as its first records are written, the file
+ * it replaces kept as FILE.old.
+ */
+int sp_open_recording(const char *path);
+
+/*
+ * Renames the output's temporary into place now (nothing when there is
+ * none).  Returns 0, or -1 after a message.
+ */
+int sp_output_commit(void);
+
+/* How messages name the output: the path as given, or "standard output". */
+const char *sp_output_name(void);
+
+/*
+ * A FILE on the output fd that keeps the first write error for
+ * sp_output_close(), which flushes and closes it: on a write error
+ * (except EPIPE, a reader that stopped early) it says "cannot write
+ * 'NAME': ..." and returns SP_EXIT_FATAL, else status.
+ */
+FILE *sp_output_file(int fd);
+int sp_output_close(FILE *f, int status);
+
+/* "cannot write 'NAME': strerror(err)" for the output; returns SP_EXIT_FATAL. */
+int sp_write_failed(int err);
 
 struct sp_reader;
 
