@@ -86,7 +86,9 @@ vdso_advice_only() {
 	sp-capture -q -F max --mmap-pages 8 -o "$S.raw" -- "$WORKLOADS/spin" 1
 	[ "$(summary "$S.raw" lost_events)" -gt 0 ]
 	run sp-stat "$S.raw"
-	[[ "$output" == *"events lost"*"lower -F"*"--mmap-pages, now 8"* ]]
+	# 8 pages rarely hold one sample of a 32 KiB window: all lost is its own finding.
+	[[ "$output" == *"events lost"*"lower -F"*"--mmap-pages, now 8"* ||
+	   "$output" == *"events were lost (100%)"*"raise sp-capture --mmap-pages (now 8"* ]]
 }
 
 @test "--kernel as an unprivileged user: the permission advice" {
@@ -116,7 +118,11 @@ vdso_advice_only() {
 	run sp-stat --check --max-truncated-pct 1 "$S.unw"
 	[ "$status" -eq 4 ]
 	[[ "$output" == *"check: truncated"* ]]
+	# No stack of the unwound stream is complete: unusable, whatever the thresholds.
 	run sp-stat --check --max-truncated-pct 100 --max-lost-pct 100 "$S.unw"
+	[ "$status" -eq 4 ]
+	[[ "$output" == *"check: the recording is unusable"* ]]
+	run sp-stat --check --max-truncated-pct 100 --max-lost-pct 100 "$S.raw"
 	[ "$status" -eq 0 ]
 	run sp-stat --check --min-complete-pct 99 "$S.unw"
 	[ "$status" -eq 4 ]

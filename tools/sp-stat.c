@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "stream/advice.h"
 #include "stream/records.h"
 #include "stream/stream.h"
 #include "tool.h"
@@ -205,6 +206,15 @@ struct stats {
 	struct sp_u64map proc_rt, stack_info, frame_info;
 	bool have_stacks;
 	struct rtcount rt[RT_COUNT];
+	/* What the findings that fit the recording need. */
+	char boot_id[64], kallsyms[256];	/* host.boot_id; the symbolize record's kallsyms */
+	bool launched, attached;	/* the header's options: a command, pids */
+	bool archived, archived_kallsyms;	/* archive records, one of them of kallsyms */
+	char archive_dir[256];		/* sp-capture's --archive DIR, "" when not known */
+	uint64_t kernel_frames, kernel_address_only;	/* symbolized kernel frames */
+	uint64_t perf_maps_loaded;
+	uint64_t uw_modules_missing, uw_modules_opened, uw_max_depth_full;
+	uint64_t pyeval_only;		/* CPython samples in the eval loop, no Python frame */
 };
 
 static const char *const origin_names[NORIGINS] = {
@@ -271,6 +281,7 @@ struct stackinfo {
 	uint64_t stop_module;	/* ... in this module, or SP_NO_MODULE */
 	enum runtime stop_name;	/* the runtime the stop frame's name shows */
 	unsigned names;		/* the runtimes its frames' names show, a bit each */
+	bool pyeval;		/* a frame is CPython's eval loop */
 };
 
 /* A symbolized frame, for the symstacks that use it. */
@@ -280,6 +291,7 @@ struct frameinfo {
 	bool marker;
 	enum runtime name_rt;
 	enum origin origin;
+	bool pyeval;		/* CPython's eval loop: _PyEval_EvalFrame... */
 };
 
 /* Ids and process state are scoped to their segment. */
@@ -557,6 +569,7 @@ static void take_symstack(struct stats *st, const msgpack_object *m)
 		}
 		if (fi->name_rt != RT_NATIVE)
 			si.names |= 1u << fi->name_rt;
+		si.pyeval |= fi->pyeval;
 		last = fi;
 	}
 	if (si.end && last) {
@@ -690,6 +703,9 @@ static void take_sample_runtime(struct stats *st, uint64_t pid, const msgpack_ob
 		set_proc_runtimes(st, pid, bits);
 	}
 	proc->runtimes |= bits;
+	/* Python code that runs without a frame of its own: the eval loop only. */
+	if (si && si->pyeval && !(si->names & 1u << RT_CPYTHON))
+		st->pyeval_only++;
 	if (!si || !si->end)
 		return;
 	proc->early++;
@@ -697,6 +713,41 @@ static void take_sample_runtime(struct stats *st, uint64_t pid, const msgpack_ob
 	proc->early_in_code += where != RT_NATIVE;
 	if (si->end < SP_END_COUNT)
 		st->rt[where].stops[si->end]++;
+}
+
+/* sp-capture's --archive DIR, from its arguments in the header's tools. */
+static void take_capture_args(struct stats *st, const msgpack_object *m)
+{
+	const msgpack_object_array *tools = sp_map_array(m, "tools"), *args;
+	const char *s;
+	size_t n;
+	if (!tools || !tools->size || !(args = sp_map_array(&tools->ptr[0], "args")))
+		return;
+	for (uint32_t i = 0; i < args->size; i++) {
+		const msgpack_object *a = &args->ptr[i];
+		if (a->type != MSGPACK_OBJECT_STR)
+			continue;
+		s = a->via.str.ptr;
+		n = a->via.str.size;
+		if (n == 2 && memcmp(s, "--", 2) == 0)
+			return;	/* the launched command's own arguments follow */
+		if (n > 10 && memcmp(s, "--archive=", 10) == 0)
+			snprintf(st->archive_dir, sizeof(st->archive_dir), "%.*s", (int)(n - 10), s + 10);
+		else if (n == 9 && memcmp(s, "--archive", 9) == 0 && i + 1 < args->size &&
+			 args->ptr[i + 1].type == MSGPACK_OBJECT_STR)
+			snprintf(st->archive_dir, sizeof(st->archive_dir), "%.*s",
+				 (int)args->ptr[i + 1].via.str.size, args->ptr[i + 1].via.str.ptr);
+	}
+}
+
+/* An archive record: the recording was archived, and whether kallsyms was kept. */
+static void take_archive(struct stats *st, const msgpack_object *m)
+{
+	const char *k;
+	size_t n;
+	st->archived = true;
+	if (sp_map_str(m, "kind", &k, &n) && n == 8 && memcmp(k, "kallsyms", 8) == 0)
+		st->archived_kallsyms = true;
 }
 
 static void take_header(struct stats *st, const struct sp_record *rec, const struct sp_header *h)
@@ -709,8 +760,13 @@ static void take_header(struct stats *st, const struct sp_record *rec, const str
 		copy_str(st->kernel, sizeof(st->kernel), host, "kernel");
 		copy_str(st->arch, sizeof(st->arch), host, "arch");
 	}
+	if (host)
+		copy_str(st->boot_id, sizeof(st->boot_id), host, "boot_id");
+	take_capture_args(st, m);
 	if (o) {
 		st->have_opts = true;
+		st->launched = sp_map_array(o, "command") != NULL;
+		st->attached = sp_map_array(o, "pids") != NULL || sp_map_array(o, "tids") != NULL;
 		sp_map_u64(o, "frequency", &st->frequency);
 		sp_map_u64(o, "stack_size", &st->stack_size);
 		sp_map_u64(o, "poll_ms", &st->poll_ms);
@@ -767,6 +823,9 @@ static void take_unwind(struct stats *st, const msgpack_object *m)
 	if (sp_map_u64(m, "user_samples", &v)) st->uw_user += v;
 	if (sp_map_u64(m, "complete", &v)) st->uw_complete += v;
 	if (sp_map_u64(m, "frames", &v)) st->uw_frames += v;
+	if (sp_map_u64(m, "modules_missing", &v)) st->uw_modules_missing += v;
+	if (sp_map_u64(m, "modules_opened", &v)) st->uw_modules_opened += v;
+	if (sp_map_u64(m, "max_depth_full", &v)) st->uw_max_depth_full += v;
 	const msgpack_object_array *ends = sp_map_array(m, "ends");
 	for (uint32_t i = 0; ends && i < ends->size; i++) {
 		uint64_t code, count;
@@ -783,6 +842,8 @@ static void take_symbolize(struct stats *st, const msgpack_object *m)
 	/* sp-symbolize counts these over its whole run: the last one holds. */
 	if (sp_map_u64(m, "modules_missing", &v)) st->modules_missing = v;
 	if (sp_map_u64(m, "modules_mismatched", &v)) st->modules_mismatched = v;
+	if (sp_map_u64(m, "perf_maps_loaded", &v)) st->perf_maps_loaded = v;
+	copy_str(st->kallsyms, sizeof(st->kallsyms), m, "kallsyms");
 }
 
 /* Keeps what symstacks need of a frame record. */
@@ -805,6 +866,7 @@ static void keep_frame(struct stats *st, const msgpack_object *m, uint64_t flags
 	fi->reason = fi->marker ? marker_reason(name, nn) : 0;
 	fi->name_rt = fi->marker || fi->kind == SP_FRAME_KERNEL ? RT_NATIVE :
 		      name_runtime(name, nn, fi->kind == SP_FRAME_JIT || (mi && mi->jit));
+	fi->pyeval = !fi->marker && nn > 17 && memcmp(name, "_PyEval_EvalFrame", 17) == 0;
 	/* Go's runtime package is in the program's own file. */
 	if (fi->name_rt == RT_GO && mi && mi->rt == RT_NATIVE)
 		mi->rt = RT_GO;
@@ -838,7 +900,11 @@ static void take_frame(struct stats *st, const msgpack_object *m)
 	 * kernel: neither is the user's code to find symbols for.
 	 */
 	bool jit = flags & SP_SYM_JIT || (mi && mi->jit);
-	if (jit) {
+	if (flags & SP_SYM_KERNEL) {
+		/* Named from a kallsyms file, not from the user's binaries. */
+		st->kernel_frames++;
+		st->kernel_address_only += addr_only;
+	} else if (jit) {
 		enum runtime r = jit_runtime(proc_runtimes(st, mi ? mi->pid : 0));
 		st->rt[r].jit_frames++;
 		st->rt[r].jit_unnamed += addr_only;
@@ -868,6 +934,7 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 	case SP_R_SUMMARY: take_summary(st, m); break;
 	case SP_R_UNWIND: take_unwind(st, m); break;
 	case SP_R_SYMBOLIZE: take_symbolize(st, m); break;
+	case SP_R_ARCHIVE: take_archive(st, m); break;
 	case SP_R_FRAME: take_frame(st, m); break;
 	case SP_R_LOST:
 		if (sp_map_u64(m, "lost", &v))
@@ -961,11 +1028,29 @@ static void advise(struct advice *a, size_t *n, const char *what, const char *fm
 	(*n)++;
 }
 
-static const char *end_remedy(int e)
+/* The directory the recording was archived in, "" when not known; NULL: not archived. */
+static const char *archive_of(const struct stats *st)
 {
+	return st->archived || st->archive_dir[0] ? st->archive_dir : NULL;
+}
+
+/* The stack-copy half of stacks that hit --max-depth with a full copy: raise both. */
+static const char max_depth_both[] =
+	"raise sp-unwind --max-depth and sp-capture --stack-size (at most 65528) both: the copy "
+	"ended before the stack did too";
+
+/* The fix for stacks that ended for reason e; the string lives until the next call. */
+static const char *end_remedy(const struct stats *st, int e)
+{
+	static struct sp_finding f;
+	if (e == SP_END_MISSING_MODULE) {
+		sp_finding_missing_modules(&f, 0, 0, archive_of(st));
+		return f.fix;
+	}
+	if (e == SP_END_MAX_DEPTH && st->uw_max_depth_full)
+		return max_depth_both;
 	switch (e) {
 	case SP_END_TRUNCATED: return "raise sp-capture --stack-size (up to 65528)";
-	case SP_END_MISSING_MODULE: return "give sp-unwind the binaries: --module-dir DIR (build-id layout) or --root DIR";
 	case SP_END_BUILD_ID_MISMATCH: return "the binaries changed after the recording: give the exact files with --module-dir (sp-capture --archive keeps them)";
 	case SP_END_NO_CFI: return "build with unwind tables (-fasynchronous-unwind-tables) or frame pointers (-fno-omit-frame-pointer)";
 	case SP_END_BAD_FP: return "build the code without unwind tables with frame pointers (-fno-omit-frame-pointer), or give it unwind tables (-fasynchronous-unwind-tables)";
@@ -992,10 +1077,12 @@ static uint64_t rt_stops(const struct stats *st, int r, int e)
  * runtime.  Without stacks to look at (a stream cut short), every count
  * of the unwind record is taken as native.
  */
-static void diagnose_ends(const struct stats *st, struct advice *a, size_t *n)
+static void diagnose_ends(const struct stats *st, struct advice *a, size_t *n, int said)
 {
 	char what[512];
 	for (int e = 1; e < SP_END_COUNT; e++) {
+		if (e == said)
+			continue;
 		uint64_t in_rt = 0;
 		for (int r = RT_NODE; r < RT_COUNT; r++)
 			in_rt += rt_stops(st, r, e);
@@ -1005,7 +1092,7 @@ static void diagnose_ends(const struct stats *st, struct advice *a, size_t *n)
 		snprintf(what, sizeof(what), "%" PRIu64 " stacks (%.1f%%) ended early%s: %s",
 			 native, pct(native, st->uw_user), in_rt ? " in native code" : "",
 			 sp_unwind_end_description((enum sp_unwind_end)e));
-		advise(a, n, what, "%s", end_remedy(e));
+		advise(a, n, what, "%s", end_remedy(st, e));
 	}
 }
 
@@ -1092,6 +1179,45 @@ static bool packaged(const char *p)
 		if (strncmp(p, dirs[i], strlen(dirs[i])) == 0)
 			return true;
 	return false;
+}
+
+/* Whether most frames without a name are in files a distribution installed. */
+static bool packaged_unnamed(const struct stats *st)
+{
+	uint64_t pkg = 0, all = 0;
+	for (size_t i = 0; i < st->nmods; i++) {
+		uint64_t u = st->mods[i].address_only + st->mods[i].function_start;
+		if (!st->mods[i].file)
+			continue;
+		all += u;
+		pkg += packaged(st->mods[i].path) ? u : 0;
+	}
+	return pkg * 2 > all;
+}
+
+/*
+ * The fix for native frames without names: with every file found, they
+ * are stripped, so debug files come first; else the missing files.
+ */
+static const char *native_unnamed_fix(const struct stats *st)
+{
+	static char fix[512];
+	if (!st->modules_missing && !st->modules_mismatched && packaged_unnamed(st))
+		return "the files were found but are stripped: install their debug packages first "
+		       "(-dbgsym or -dbg: `dpkg -S FILE` names the package) or give sp-symbolize a "
+		       "debuginfod server (DEBUGINFOD_URLS); for your own builds, keep the unstripped "
+		       "file and give sp-symbolize --module-dir or --debug-dir";
+	if (!st->modules_missing && !st->modules_mismatched)
+		return "the files were found but are stripped: keep the unstripped build and give "
+		       "sp-symbolize --module-dir, --debug-dir (its debug file), or a debuginfod server "
+		       "(DEBUGINFOD_URLS)";
+	if (archive_of(st)) {
+		snprintf(fix, sizeof(fix), "the recording was archived with sp-capture --archive: give "
+			 "sp-symbolize --archive %s; or give it --module-dir, --debug-dir, or a debuginfod "
+			 "server (DEBUGINFOD_URLS)", *archive_of(st) ? archive_of(st) : "DIR");
+		return fix;
+	}
+	return "keep the binaries where they were recorded, or give sp-symbolize --module-dir, --debug-dir, or a debuginfod server (DEBUGINFOD_URLS); install debug packages (-dbgsym)";
 }
 
 #define MAX_FIXES 3
@@ -1225,10 +1351,187 @@ static void diagnose_modules(const struct stats *st, struct advice *a, size_t *n
 	}
 }
 
-static size_t diagnose(const struct stats *st, struct advice *a)
+static void advise_finding(struct advice *a, size_t *n, const struct sp_finding *f)
+{
+	advise(a, n, f->what, "%s", f->fix);
+}
+
+/* The module files of the recording: files of their own, not the kernel, vDSO or JIT code. */
+static uint64_t module_files(const struct stats *st)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < st->nmods; i++)
+		v += st->mods[i].file;
+	return v;
+}
+
+/* The reason most incomplete stacks ended for. */
+static int main_end(const struct stats *st)
+{
+	int best = SP_END_TRUNCATED;
+	for (int e = 1; e < SP_END_COUNT; e++)
+		if (st->uw_ends[e] > st->uw_ends[best])
+			best = e;
+	return best;
+}
+
+/*
+ * Whether the recording is unusable (no samples, all lost, no stack
+ * complete, no frame of native code named), and if so the finding
+ * that says why, first of the diagnosis.
+ */
+static bool diagnose_unusable(const struct stats *st, struct advice *a, size_t *n)
+{
+	struct sp_finding f;
+	double secs = (double)(st->duration_ns ? st->duration_ns : st->last_time - st->first_time) / 1e9;
+	if (!st->samples && !st->sample_records && st->lost) {
+		sp_finding_all_lost(&f, st->lost, st->frequency, st->stack_size, st->mmap_pages);
+	} else if (!st->samples && !st->sample_records) {
+		if (!st->have_summary)
+			return false;	/* said as a stream cut short */
+		sp_finding_no_samples(&f, st->attached ? SP_TARGET_ATTACHED :
+				      st->launched ? SP_TARGET_LAUNCHED : SP_TARGET_UNKNOWN, secs);
+	} else if (st->have_unwind && st->uw_user && !st->uw_complete) {
+		int e = main_end(st);
+		sp_finding_incomplete(&f, 0, st->uw_user, sp_unwind_end_description((enum sp_unwind_end)e),
+				      end_remedy(st, e));
+		snprintf(f.what + strlen(f.what), sizeof(f.what) - strlen(f.what), " (%" PRIu64 " stacks, %.1f%%)",
+			 st->uw_ends[e], pct(st->uw_ends[e], st->uw_user));
+	} else if (st->have_symbolize && st->native_frames &&
+		   st->native_address_only == st->native_frames) {
+		uint64_t files = module_files(st);
+		if (st->modules_missing)
+			sp_finding_missing_modules(&f, st->modules_missing,
+						   files > st->modules_missing ? files : st->modules_missing,
+						   archive_of(st));
+		else
+			snprintf(f.what, sizeof(f.what), "no frame of native code has a name (%" PRIu64
+				 " frames, 100.0%% address-only)", st->native_frames);
+		if (!st->modules_missing)
+			snprintf(f.fix, sizeof(f.fix), "%s", native_unnamed_fix(st));
+	} else {
+		return false;
+	}
+	char what[sizeof(f.what) + 32];
+	snprintf(what, sizeof(what), "the recording is unusable: %s", f.what);
+	advise(a, n, what, "%s", f.fix);
+	return true;
+}
+
+/* Kernel frames without names: another boot without --kallsyms, or kallsyms hidden. */
+static void diagnose_kernel(const struct stats *st, struct advice *a, size_t *n)
+{
+	struct sp_finding f;
+	char boot[64] = "";
+	FILE *bf;
+	if (!st->kernel_address_only || pct(st->kernel_address_only, st->kernel_frames) < 10 ||
+	    strcmp(st->kallsyms, "none") != 0)
+		return;
+	if ((bf = fopen("/proc/sys/kernel/random/boot_id", "re"))) {
+		if (fgets(boot, sizeof(boot), bf))
+			boot[strcspn(boot, "\n")] = 0;
+		fclose(bf);
+	}
+	if (st->boot_id[0] && strcmp(st->boot_id, boot) != 0) {
+		sp_finding_kallsyms_other_boot(&f, st->kernel_address_only, st->kernel_frames);
+	} else {
+		/* This boot: /proc/kallsyms was there, but hid its addresses. */
+		int64_t par = -1, kptr = -1;
+		sp_read_i64_file("/proc/sys/kernel/perf_event_paranoid", &par);
+		sp_read_i64_file("/proc/sys/kernel/kptr_restrict", &kptr);
+		sp_finding_kallsyms_hidden(&f, (long)par, (long)kptr);
+	}
+	advise_finding(a, n, &f);
+}
+
+/* The recording's own settings and captures: lost events, the archive, the kernel. */
+static void diagnose_capture(const struct stats *st, struct advice *a, size_t *n)
+{
+	struct sp_finding f;
+	char what[512];
+	double lostp = pct(st->lost, st->samples + st->lost);
+	if (st->lost > 0 && lostp >= 0.1 && (st->samples || st->sample_records)) {
+		sp_finding_lost(&f, st->lost, st->samples, st->frequency, st->poll_ms, st->mmap_pages);
+		advise_finding(a, n, &f);
+	}
+	if (st->throttles) {
+		snprintf(what, sizeof(what), "the kernel throttled sampling %" PRIu64 " times", st->throttles);
+		advise(a, n, what, "lower -F (now %" PRIu64 "): the kernel lowers kernel.perf_event_max_sample_rate under load", st->frequency);
+	}
+	if (st->errors[SP_E_ARCHIVE_FAILED]) {
+		sp_finding_archive_failed(&f, st->errors[SP_E_ARCHIVE_FAILED],
+					  st->archived && !st->archived_kallsyms);
+		advise_finding(a, n, &f);
+	}
+}
+
+/*
+ * Module files that sp-unwind or sp-symbolize did not find, above the
+ * degraded share; all of them said already when that made the
+ * recording unusable.
+ */
+static void diagnose_missing(const struct stats *st, struct advice *a, size_t *n, bool unusable)
+{
+	struct sp_finding f;
+	uint64_t missing = st->modules_missing > st->uw_modules_missing ? st->modules_missing :
+			   st->uw_modules_missing;
+	uint64_t files = module_files(st);
+	if (files < missing)
+		files = missing;
+	if (!missing || pct(missing, files) <= SP_DEGRADED_PCT ||
+	    (unusable && st->native_frames && st->native_address_only == st->native_frames))
+		return;
+	sp_finding_missing_modules(&f, missing, files, archive_of(st));
+	advise_finding(a, n, &f);
+}
+
+/* CPython whose Python functions have no frames: 3.11 or older, or no -X perf. */
+static void diagnose_python(const struct stats *st, struct advice *a, size_t *n)
+{
+	char what[512];
+	const struct rtcount *c = &st->rt[RT_CPYTHON];
+	/* With JIT code (-X perf's trampolines) the names are the perf map's to give. */
+	if (!st->have_symbolize || !c->samples || c->jit_frames || pct(st->pyeval_only, c->samples) < 10)
+		return;
+	snprintf(what, sizeof(what), "%" PRIu64 " of %" PRIu64 " CPython samples (%.1f%%) show no Python "
+		 "function: all Python time is _PyEval_EvalFrameDefault, as without -X perf or before "
+		 "Python 3.12", st->pyeval_only, c->samples, pct(st->pyeval_only, c->samples));
+	advise(a, n, what, "run Python 3.12 or later with -X perf (or PYTHONPERFSUPPORT=1), so that "
+	       "each Python function has a frame named in /tmp/perf-PID.map; Python 3.11 and older "
+	       "cannot be profiled by function this way");
+}
+
+/* JIT code without names: the runtime's remedy, or a perf map that was moved away. */
+static void diagnose_jit_names(const struct stats *st, struct advice *a, size_t *n)
+{
+	char what[512];
+	for (int r = RT_NODE; r < RT_COUNT; r++) {
+		const struct rtcount *c = &st->rt[r];
+		if (!c->jit_unnamed || pct(c->jit_unnamed, c->jit_frames) < 10)
+			continue;
+		/* CPython has JIT code (trampolines) only with -X perf, which writes the map. */
+		if (r == RT_CPYTHON && !st->perf_maps_loaded && !c->jit_perf_map) {
+			struct sp_finding f;
+			sp_finding_perf_map_moved(&f, c->jit_unnamed, c->jit_frames, runtimes[r].name,
+						  archive_of(st));
+			advise_finding(a, n, &f);
+			continue;
+		}
+		/* A map or jitdump that names part of the code: said, as the advice is the same. */
+		const char *from = c->jit_perf_map && c->jit_jitdump ? "a perf map and a jitdump" :
+				   c->jit_perf_map ? "a perf map" : c->jit_jitdump ? "a jitdump" : NULL;
+		snprintf(what, sizeof(what), "%" PRIu64 " of %" PRIu64 " frames of %s JIT code have no name%s%s%s",
+			 c->jit_unnamed, c->jit_frames, runtimes[r].name,
+			 from ? " (the others were named from " : "", from ? from : "", from ? ")" : "");
+		advise(a, n, what, "%s", runtimes[r].remedy);
+	}
+}
+
+static size_t diagnose(const struct stats *st, struct advice *a, bool *unusable)
 {
 	size_t n = 0;
 	char what[512];
+	*unusable = diagnose_unusable(st, a, &n);
 	if (!st->have_summary) {
 		advise(a, &n, "the stream was cut short: it has no summary record, so every count is a lower bound",
 		       "let sp-capture end cleanly (SIGINT, --duration, or the target exiting) and keep the whole stream");
@@ -1240,16 +1543,7 @@ static size_t diagnose(const struct stats *st, struct advice *a)
 			 st->skipped[2], st->skipped[3]);
 		advise(a, &n, what, "samples with nothing to unwind come from kernel-only threads; add --kernel to see their kernel frames");
 	}
-	double lostp = pct(st->lost, st->samples + st->lost);
-	if (st->lost > 0 && lostp >= 0.1) {
-		snprintf(what, sizeof(what), "%" PRIu64 " events lost (%.1f%%): the ring buffers overran", st->lost, lostp);
-		advise(a, &n, what, "lower -F (now %" PRIu64 "), drain more often (--poll-ms, now %" PRIu64 "), use bigger buffers (--mmap-pages, now %" PRIu64 ", a power of two), or profile fewer processes",
-		       st->frequency, st->poll_ms, st->mmap_pages);
-	}
-	if (st->throttles) {
-		snprintf(what, sizeof(what), "the kernel throttled sampling %" PRIu64 " times", st->throttles);
-		advise(a, &n, what, "lower -F (now %" PRIu64 "): the kernel lowers kernel.perf_event_max_sample_rate under load", st->frequency);
-	}
+	diagnose_capture(st, a, &n);
 	if (st->empty && pct(st->empty, st->samples) >= 1) {
 		snprintf(what, sizeof(what), "%" PRIu64 " samples (%.1f%%) had no stack: no user stack copy and no kernel frames (error kinds: no_user_stack %" PRIu64 ", no_user_regs %" PRIu64 ")",
 			 st->empty, pct(st->empty, st->samples), st->errors[SP_E_NO_USER_STACK], st->errors[SP_E_NO_USER_REGS]);
@@ -1262,31 +1556,23 @@ static size_t diagnose(const struct stats *st, struct advice *a)
 		advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 ", at most 65528)", st->stack_size);
 	}
 	if (st->have_unwind && st->uw_user && pct(st->uw_complete, st->uw_user) < 95) {
-		diagnose_ends(st, a, &n);
+		diagnose_ends(st, a, &n, *unusable && !st->uw_complete ? main_end(st) : 0);
 		diagnose_runtime_ends(st, a, &n);
 	}
-	for (int r = RT_NODE; r < RT_COUNT; r++) {
-		const struct rtcount *c = &st->rt[r];
-		if (!c->jit_unnamed || pct(c->jit_unnamed, c->jit_frames) < 10)
-			continue;
-		/* A map or jitdump that names part of the code: said, as the advice is the same. */
-		const char *from = c->jit_perf_map && c->jit_jitdump ? "a perf map and a jitdump" :
-				   c->jit_perf_map ? "a perf map" : c->jit_jitdump ? "a jitdump" : NULL;
-		snprintf(what, sizeof(what), "%" PRIu64 " of %" PRIu64 " frames of %s JIT code have no name%s%s%s",
-			 c->jit_unnamed, c->jit_frames, runtimes[r].name,
-			 from ? " (the others were named from " : "", from ? from : "", from ? ")" : "");
-		advise(a, &n, what, "%s", runtimes[r].remedy);
-	}
+	diagnose_missing(st, a, &n, *unusable);
+	diagnose_jit_names(st, a, &n);
+	diagnose_python(st, a, &n);
 	/* A frame named by its function's start only has no symbol either. */
 	uint64_t unnamed = st->native_address_only + st->native_function_start;
 	if (st->have_symbolize && st->native_frames && pct(unnamed, st->native_frames) >= 10) {
 		snprintf(what, sizeof(what), "%.1f%% of frames have no name (address-only)%s, of native code (the vDSO and JIT code aside)",
 			 pct(unnamed, st->native_frames),
 			 st->native_function_start ? " or only their function's start (function-start)" : "");
-		advise(a, &n, what, "keep the binaries where they were recorded, or give sp-symbolize --module-dir, --debug-dir, or a debuginfod server (DEBUGINFOD_URLS); install debug packages (-dbgsym)");
+		advise(a, &n, what, "%s", native_unnamed_fix(st));
 	}
 	if (st->have_symbolize)
 		diagnose_modules(st, a, &n);
+	diagnose_kernel(st, a, &n);
 	if (st->opt_kernel && !st->kernel_enabled) {
 		advise(a, &n, "kernel frames were asked for (--kernel) but the kernel denied them: the recording is user-only",
 		       "grant the recorder CAP_PERFMON (setcap cap_perfmon+ep sp-capture), run it as root, or lower kernel.perf_event_paranoid to 1 on the recording host");
@@ -1766,9 +2052,12 @@ static int report_system(bool json, FILE *out)
 	if (!kernel_ok)
 		advise(a, &n, "kernel frames (--kernel) are not allowed for this user",
 		       "grant CAP_PERFMON (setcap cap_perfmon+ep sp-capture), run as root, or set kernel.perf_event_paranoid to 1 (now %ld)", paranoid);
-	if (kptr > 0 && geteuid() != 0 && !sysadmin)
-		advise(a, &n, "kernel symbol addresses read as zero for this user (kernel.kptr_restrict)",
-		       "save kallsyms as root (sp-capture --kallsyms-out as root), or set kernel.kptr_restrict to 0 (now %ld)", kptr);
+	/* kptr_restrict 0 hides them too while perf_event_paranoid is above 1: name what applies. */
+	if (geteuid() != 0 && !sysadmin && (kptr > 0 || (kptr == 0 && paranoid > 1))) {
+		struct sp_finding f;
+		sp_finding_kallsyms_hidden(&f, paranoid, kptr);
+		advise_finding(a, &n, &f);
+	}
 	if (!have_py)
 		advise(a, &n, "no Python 3.12 or later found: Python frames need -X perf",
 		       "install python3.12 or later to profile Python code by name");
@@ -1921,7 +2210,8 @@ int main(int argc, char **argv)
 		r->early_in_code += p->early_in_code;
 	}
 	struct advice adv[16];
-	size_t na = diagnose(&st, adv);
+	bool unusable;
+	size_t na = diagnose(&st, adv, &unusable);
 	if (json)
 		report_json(&st, adv, na, top, stdout);
 	else
@@ -1934,20 +2224,30 @@ int main(int argc, char **argv)
 		double comp = pct(st.uw_complete, st.uw_user);
 		double addr = pct(st.address_only, st.frames);
 		double unnamed = pct(st.address_only + st.origins[O_FUNCTION_START], st.frames);
-		bool over = false;
+		bool over = unusable;
+		struct sp_finding f;
+		if (unusable)
+			sp_warn("check: %s", adv[0].what);
 		if (max_lost >= 0 && lost > max_lost)
 			over = true, sp_warn("check: lost %.2f%% > %.2f%%", lost, max_lost);
 		if (max_trunc >= 0 && trp > max_trunc)
 			over = true, sp_warn("check: truncated %.2f%% > %.2f%%", trp, max_trunc);
-		if (min_complete >= 0 && (!st.have_unwind || comp < min_complete))
-			over = true, sp_warn("check: complete %.2f%% < %.2f%%%s", comp, min_complete,
-					     st.have_unwind ? "" : " (the stream is not unwound)");
-		if (max_addr >= 0 && (!st.have_symbolize || addr > max_addr))
-			over = true, sp_warn("check: address-only %.2f%% > %.2f%%%s", addr, max_addr,
-					     st.have_symbolize ? "" : " (the stream is not symbolized)");
-		if (max_unnamed >= 0 && (!st.have_symbolize || unnamed > max_unnamed))
-			over = true, sp_warn("check: unnamed %.2f%% > %.2f%%%s", unnamed, max_unnamed,
-					     st.have_symbolize ? "" : " (the stream is not symbolized)");
+		if (min_complete >= 0 && !st.have_unwind) {
+			sp_finding_not_at_stage(&f, "complete stacks", st.stage, "unwound", "sp-unwind");
+			over = true, sp_warn("check: %s; %s", f.what, f.fix);
+		} else if (min_complete >= 0 && comp < min_complete) {
+			over = true, sp_warn("check: complete %.2f%% < %.2f%%", comp, min_complete);
+		}
+		if ((max_addr >= 0 || max_unnamed >= 0) && !st.have_symbolize) {
+			sp_finding_not_at_stage(&f, max_addr >= 0 ? "address-only frames" : "unnamed frames",
+						st.stage, "symbolized", "sp-symbolize");
+			over = true, sp_warn("check: %s; %s", f.what, f.fix);
+		} else {
+			if (max_addr >= 0 && addr > max_addr)
+				over = true, sp_warn("check: address-only %.2f%% > %.2f%%", addr, max_addr);
+			if (max_unnamed >= 0 && unnamed > max_unnamed)
+				over = true, sp_warn("check: unnamed %.2f%% > %.2f%%", unnamed, max_unnamed);
+		}
 		if (over && status == SP_EXIT_OK)
 			status = EXIT_CHECK;
 	}

@@ -1,0 +1,163 @@
+/*
+ * Findings and their fixes, worded once for every tool (see advice.h).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "stream/advice.h"
+
+static void say(char *dst, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *dst, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(dst, len, fmt, ap);
+	va_end(ap);
+}
+
+#define WHAT(f, ...) say((f)->what, sizeof((f)->what), __VA_ARGS__)
+#define FIX(f, ...) say((f)->fix, sizeof((f)->fix), __VA_ARGS__)
+
+static double share(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0;
+}
+
+void sp_finding_no_samples(struct sp_finding *f, enum sp_target how, double seconds)
+{
+	switch (how) {
+	case SP_TARGET_ATTACHED:
+		WHAT(f, "no samples: the processes attached with -p used no CPU in the %.1f s recorded "
+		     "(they slept or waited)", seconds);
+		FIX(f, "record while the process works (sp-capture -p PID during the work, with a "
+		    "--duration that covers it), or launch the work itself: sp-capture -- COMMAND");
+		break;
+	case SP_TARGET_LAUNCHED:
+		WHAT(f, "no samples: the launched command used no CPU in the %.1f s recorded (a program "
+		     "that only sleeps or waits, such as a shell waiting for a child that sleeps)", seconds);
+		FIX(f, "launch the program that does the work (sp-capture -- PROGRAM, or exec it from "
+		    "a wrapper: sh -c 'exec PROGRAM'), or attach to it with -p PID while it works");
+		break;
+	default:
+		WHAT(f, "no samples: the profiled processes used no CPU in the %.1f s recorded", seconds);
+		FIX(f, "record while the program works: launch it (sp-capture -- COMMAND) or attach "
+		    "to it with -p PID during the work");
+		break;
+	}
+}
+
+void sp_finding_all_lost(struct sp_finding *f, uint64_t lost, uint64_t frequency,
+			 uint64_t stack_size, uint64_t mmap_pages)
+{
+	WHAT(f, "no samples: all %" PRIu64 " events were lost (100%%), the ring buffers "
+	     "(--mmap-pages %" PRIu64 ") overran before a sample was kept", lost, mmap_pages);
+	FIX(f, "raise sp-capture --mmap-pages (now %" PRIu64 ", a power of two; the default is 2048), "
+	    "or lower -F (now %" PRIu64 ") or --stack-size (now %" PRIu64 "): each sample takes "
+	    "about its stack window in the buffer", mmap_pages, frequency, stack_size);
+}
+
+void sp_finding_lost(struct sp_finding *f, uint64_t lost, uint64_t samples, uint64_t frequency,
+		     uint64_t poll_ms, uint64_t mmap_pages)
+{
+	WHAT(f, "%" PRIu64 " events lost (%.1f%%): the ring buffers overran", lost,
+	     share(lost, lost + samples));
+	FIX(f, "lower -F (now %" PRIu64 "), drain more often (--poll-ms, now %" PRIu64 "), use bigger "
+	    "buffers (--mmap-pages, now %" PRIu64 ", a power of two), or profile fewer processes",
+	    frequency, poll_ms, mmap_pages);
+}
+
+void sp_finding_missing_modules(struct sp_finding *f, uint64_t missing, uint64_t all,
+				const char *archive)
+{
+	WHAT(f, "%" PRIu64 " of %" PRIu64 " module files (%.1f%%) were not found: their frames have "
+	     "no names and their stacks end there", missing, all, share(missing, all));
+	if (archive)
+		FIX(f, "the recording was archived with sp-capture --archive: give sp-unwind and "
+		    "sp-symbolize --archive %s", *archive ? archive : "DIR");
+	else
+		FIX(f, "give sp-unwind and sp-symbolize the recorded files: --root DIR (the recording "
+		    "host's root) or --module-dir DIR (build-id layout); or record with sp-capture "
+		    "--archive DIR, which keeps them");
+}
+
+void sp_finding_incomplete(struct sp_finding *f, uint64_t complete, uint64_t user,
+			   const char *main_reason, const char *fix)
+{
+	WHAT(f, "%" PRIu64 " of %" PRIu64 " stacks (%.1f%%) do not reach their thread's entry, "
+	     "most because %s", user - complete, user, share(user - complete, user), main_reason);
+	FIX(f, "%s", fix);
+}
+
+void sp_finding_perf_map_moved(struct sp_finding *f, uint64_t unnamed, uint64_t jit_frames,
+			       const char *runtime, const char *archive)
+{
+	WHAT(f, "%" PRIu64 " of %" PRIu64 " frames (%.1f%%) of %s JIT code have no name although it "
+	     "wrote a perf map: /tmp/perf-PID.map was moved or deleted before sp-symbolize read it, "
+	     "or is on another host", unnamed, jit_frames, share(unnamed, jit_frames), runtime);
+	if (archive)
+		FIX(f, "give sp-symbolize --archive %s, which holds the perf maps", *archive ? archive : "DIR");
+	else
+		FIX(f, "run sp-symbolize on the recording host while /tmp/perf-PID.map is there, or "
+		    "record with sp-capture --archive DIR, which keeps the perf maps, and give "
+		    "sp-symbolize --archive DIR");
+}
+
+void sp_finding_kallsyms_other_boot(struct sp_finding *f, uint64_t address_only, uint64_t kernel_frames)
+{
+	WHAT(f, "%" PRIu64 " of %" PRIu64 " kernel frames (%.1f%%) have no name: the stream was "
+	     "recorded on another host or boot, where this host's /proc/kallsyms does not apply",
+	     address_only, kernel_frames, share(address_only, kernel_frames));
+	FIX(f, "give sp-symbolize --kallsyms FILE, the kallsyms of the recording host and boot "
+	    "(saved there with sp-capture --kallsyms-out FILE, or kept by sp-capture --archive DIR: "
+	    "then give sp-symbolize --archive DIR)");
+}
+
+void sp_finding_kallsyms_hidden(struct sp_finding *f, long paranoid, long kptr_restrict)
+{
+	if (kptr_restrict == 0 && paranoid > 1) {
+		WHAT(f, "/proc/kallsyms shows zero addresses to this user: kernel.perf_event_paranoid "
+		     "is %ld, and with kernel.kptr_restrict 0 addresses are shown only when it is 1 "
+		     "or less", paranoid);
+		FIX(f, "run as root (or with CAP_SYSLOG), or set kernel.perf_event_paranoid to 1 "
+		    "(sysctl -w kernel.perf_event_paranoid=1); kernel.kptr_restrict is not the cause");
+	} else if (kptr_restrict == 1) {
+		WHAT(f, "/proc/kallsyms shows zero addresses to this user: kernel.kptr_restrict is 1, "
+		     "which shows them only with CAP_SYSLOG");
+		FIX(f, "run as root (or with CAP_SYSLOG), or set kernel.kptr_restrict to 0 and "
+		    "kernel.perf_event_paranoid to 1 or less");
+	} else if (kptr_restrict >= 2) {
+		WHAT(f, "/proc/kallsyms shows zero addresses to every user: kernel.kptr_restrict is %ld",
+		     kptr_restrict);
+		FIX(f, "set kernel.kptr_restrict to 1 and save kallsyms as root, or to 0 with "
+		    "kernel.perf_event_paranoid 1 or less");
+	} else {
+		WHAT(f, "/proc/kallsyms showed zero addresses to the recording user: kernel.kptr_restrict "
+		     "and kernel.perf_event_paranoid decide it (kptr_restrict 0 shows them only when "
+		     "perf_event_paranoid is 1 or less, kptr_restrict 1 only with CAP_SYSLOG)");
+		FIX(f, "record as root (or with CAP_SYSLOG), or lower those settings on the recording "
+		    "host");
+	}
+}
+
+void sp_finding_archive_failed(struct sp_finding *f, uint64_t failed, bool kallsyms)
+{
+	WHAT(f, "%" PRIu64 " file%s could not be kept in the --archive directory%s", failed,
+	     failed == 1 ? "" : "s",
+	     kallsyms ? ", kallsyms among them: the recording's kernel frames cannot be named elsewhere" : "");
+	if (kallsyms)
+		FIX(f, "record as root: as a user, /proc/kallsyms shows zero addresses unless "
+		    "kernel.perf_event_paranoid is 1 or less with kernel.kptr_restrict 0, or the "
+		    "recorder has CAP_SYSLOG with kernel.kptr_restrict 1 (sp-stat --system names "
+		    "the setting of this host)");
+	else
+		FIX(f, "make the --archive directory writable with room for the files, and record "
+		    "again; sp-capture's warnings name each file");
+}
+
+void sp_finding_not_at_stage(struct sp_finding *f, const char *measure, const char *stage,
+			     const char *needed, const char *tool)
+{
+	WHAT(f, "%s cannot be measured: the stream is %s, not %s", measure, stage, needed);
+	FIX(f, "run %s on it first", tool);
+}
