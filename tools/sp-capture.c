@@ -476,6 +476,15 @@ static int save_kallsyms(const char *path)
 	return 0;
 }
 
+/* A recorder's error; a write error on the output is told as every tool tells it. */
+static void recorder_failed(struct sp_recorder *r, struct sp_writer *w, const char *more)
+{
+	if (sp_writer_failed(w) && sp_writer_flush(w) < 0)
+		sp_write_failed(errno);
+	else
+		sp_warn("%s%s", sp_recorder_error(r), more);
+}
+
 static double mono_s(void)
 {
 	struct timespec ts;
@@ -560,7 +569,7 @@ int main(int argc, char **argv)
 	}
 	if (c.archive && !(c.o.archive = sp_archive_new(c.archive)))
 		sp_die(SP_EXIT_FATAL, "cannot create the archive '%s': %s", c.archive, strerror(errno));
-	int outfd = sp_open_output(c.output, true);
+	int outfd = sp_open_recording(c.output);
 	c.o.command_stdout_to_stderr = outfd == STDOUT_FILENO;
 	struct sp_writer *w = sp_writer_new(outfd, c.output ? c.output : "-");
 	struct sp_recorder *r = w ? sp_recorder_new(&c.o, w) : NULL;
@@ -591,9 +600,18 @@ int main(int argc, char **argv)
 			"user frames only (kernel_enabled is false in the stream)",
 			sp_perf_paranoid());
 	if (status == SP_EXIT_OK && sp_recorder_start(r, argc, argv) < 0) {
-		sp_warn("%s", sp_recorder_error(r));
+		recorder_failed(r, w, "");
 		status = SP_EXIT_FATAL;
 	}
+	/*
+	 * The header and the records of the targets are written: from now on
+	 * the recording is worth more than the file it replaces (kept as
+	 * FILE.old), and a follower finds it under its name.
+	 */
+	if (status == SP_EXIT_OK && sp_writer_flush(w) < 0)
+		status = sp_write_failed(errno);
+	if (status == SP_EXIT_OK && sp_output_commit() < 0)
+		status = SP_EXIT_FATAL;
 	if (status != SP_EXIT_OK) {
 		sp_recorder_free(r);
 		sp_writer_close(w);
@@ -619,7 +637,7 @@ int main(int argc, char **argv)
 			timeout = 250;
 		int k = sp_recorder_poll(r, timeout);
 		if (k < 0) {
-			sp_warn("%s; recording stopped", sp_recorder_error(r));
+			recorder_failed(r, w, "; recording stopped");
 			status = SP_EXIT_FATAL;
 			break;
 		}
@@ -637,7 +655,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (status == SP_EXIT_OK && sp_recorder_finish(r) < 0) {
-		sp_warn("%s", sp_recorder_error(r));
+		recorder_failed(r, w, "");
 		status = SP_EXIT_FATAL;
 	}
 	if (live)
@@ -653,10 +671,8 @@ int main(int argc, char **argv)
 	if (c.kallsyms_out && save_kallsyms(c.kallsyms_out) < 0 && status == SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
 	sp_recorder_free(r);
-	if (sp_writer_close(w) < 0 && status == SP_EXIT_OK) {
-		sp_warn("cannot write to '%s': %s", c.output ? c.output : "-", strerror(errno));
-		status = SP_EXIT_FATAL;
-	}
+	if (sp_writer_close(w) < 0 && status == SP_EXIT_OK)
+		status = sp_write_failed(errno);
 	free(c.pids);
 	free(c.tids);
 	sp_archive_free(c.o.archive);
