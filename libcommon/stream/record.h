@@ -217,6 +217,7 @@ enum sp_vtype {
 	X(UNWIND, "modules_opened", UINT, SP_OPT) \
 	X(UNWIND, "modules_missing", UINT, SP_OPT) \
 	X(UNWIND, "modules_mismatched", UINT, SP_OPT) \
+	X(UNWIND, "max_depth_full", UINT, SP_OPT) \
 	X(UNWIND, "engine", STR, SP_OPT) \
 	X(SYMBOLIZE, "frames", UINT, SP_REQ) \
 	X(SYMBOLIZE, "origins", MAP, SP_REQ) \

@@ -392,6 +392,8 @@ void sp_write_unwind(struct sp_writer *w, const struct sp_unwind_rec *u)
 	sp_mapw_u64(&m, "modules_opened", u->modules_opened);
 	sp_mapw_u64(&m, "modules_missing", u->modules_missing);
 	sp_mapw_u64(&m, "modules_mismatched", u->modules_mismatched);
+	if (u->max_depth_full)
+		sp_mapw_u64(&m, "max_depth_full", u->max_depth_full);
 	if (u->engine)
 		sp_mapw_str(&m, "engine", u->engine);
 	sp_mapw_end(&m);

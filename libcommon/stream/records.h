@@ -243,6 +243,7 @@ struct sp_unwind_rec {
 	const uint64_t *ends;		/* SP_END_COUNT counts; [SP_END_COMPLETE] is "complete" */
 	uint64_t bad_shared_copies, cache_hits, cache_misses, fp_frames, scan_frames;
 	uint64_t modules_opened, modules_missing, modules_mismatched;
+	uint64_t max_depth_full;	/* max_depth ends whose copy filled its window; 0: not written */
 	const char *engine;		/* sp-unwind --engine; NULL: not written */
 };
 void sp_write_unwind(struct sp_writer *w, const struct sp_unwind_rec *u);
