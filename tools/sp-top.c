@@ -470,7 +470,9 @@ static int report_make(struct report *rp, struct sp_top *t, const struct sp_fold
 {
 	struct sp_top_options to = {
 		.sort = vs->sort, .weights = w->weights, .nweights = w->nweights,
-		.pid = vs->pid, .filter = vs->filter, .callers_of = vs->callers_of,
+		.pid = vs->pid, .callers_of = vs->callers_of,
+		/* The filter picks a function; its callers are all shown. */
+		.filter = vs->callers_of == SP_TOP_NONE ? vs->filter : NULL,
 	};
 	struct sp_error err = { 0 };
 	report_clear(rp);
