@@ -79,6 +79,9 @@ static void usage(void)
 	       "      --kallsyms-out FILE   save this host's /proc/kallsyms to FILE\n"
 	       "      --archive DIR         keep the exact mapped files (build-id layout),\n"
 	       "                            the perf maps and kallsyms in DIR\n"
+	       "      --force               record at a rate or with a ring buffer that this\n"
+	       "                            machine is not expected to sustain\n"
+	       "      --allow-empty         exit 0 even when no sample was taken\n"
 	       "  -q, --quiet               no status line or closing summary\n"
 	       "  -h, --help                show this help\n"
 	       "  -V, --version             show the version\n"
@@ -103,6 +106,8 @@ struct cli {
 	const char *pid_file;
 	char **command;
 	bool quiet;
+	bool force;		/* --force: a rate or ring that will not keep up */
+	bool allow_empty;	/* --allow-empty: 0 samples is not an error */
 	int inherit;	/* -1: the default for the mode */
 };
 
@@ -184,11 +189,69 @@ static int parse_ms(const char *arg, const char *what)
 	return (int)v;
 }
 
+/*
+ * What one sample costs the sampled thread, in nanoseconds: the kernel
+ * copies the stack window into the ring, then sp-capture copies it out.
+ * A model (about 2 us, and 4 bytes a nanosecond), not a measurement.
+ */
+static double sample_cost_ns(const struct cli *c)
+{
+	return 2000.0 + (double)c->o.stack_size / 4.0;
+}
+
+/*
+ * Refuses a rate whose stack copies would take more than a tenth of the
+ * sampled threads' time: at -F max the target ran ~290 times slower.
+ */
+static void check_rate(const struct cli *c)
+{
+	double cost = sample_cost_ns(c), share = (double)c->o.frequency * cost / 1e9;
+	uint64_t sustained = (uint64_t)(0.10 * 1e9 / cost);
+	if (share <= 0.10)
+		return;
+	char slow[64];
+	if (share < 0.9)
+		snprintf(slow, sizeof(slow), "about %.1fx slower", 1.0 / (1.0 - share));
+	else
+		snprintf(slow, sizeof(slow), "more than 10x slower");
+	sp_usage_error("-F %s is %llu Hz: each sample copies %u bytes of stack (about %.0f us), "
+		       "%.0f%% of a sampled thread's time, so the target would run %s; this "
+		       "machine sustains about %llu Hz: give -F %llu or less, or --force",
+		       c->o.frequency_arg ? c->o.frequency_arg : "", (unsigned long long)c->o.frequency,
+		       c->o.stack_size, cost / 1000.0, share * 100.0, slow,
+		       (unsigned long long)sustained, (unsigned long long)sustained);
+}
+
+/*
+ * Refuses an --mmap-pages ring that cannot hold the samples taken while
+ * sp-capture is being woken (5 ms at the rate, at least 2): every one
+ * of them would be lost.
+ */
+static void check_ring(const struct cli *c)
+{
+	if (!c->o.mmap_pages)
+		return;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t sample = (uint64_t)c->o.stack_size + 512, bytes = (uint64_t)c->o.mmap_pages * page;
+	uint64_t need = c->o.frequency / 200 > 2 ? c->o.frequency / 200 : 2;
+	if (bytes / sample >= need)
+		return;
+	uint64_t pages = 1;
+	while (pages * page < need * sample)
+		pages *= 2;
+	sp_usage_error("--mmap-pages %u (%llu KiB a CPU) holds %llu samples of the %u-byte stack "
+		       "window, and at %llu Hz it must hold %llu: give --mmap-pages %llu or more, "
+		       "a smaller --stack-size, or --force", c->o.mmap_pages,
+		       (unsigned long long)(bytes / 1024), (unsigned long long)(bytes / sample),
+		       c->o.stack_size, (unsigned long long)c->o.frequency,
+		       (unsigned long long)need, (unsigned long long)pages);
+}
+
 static void parse_args(struct cli *c, int argc, char **argv)
 {
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
-	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP };
+	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP, FORCE, ALLOW_EMPTY };
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
@@ -213,6 +276,8 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		{ "sample-interval-us", required_argument, NULL, INTERVAL },
 		{ "kallsyms-out", required_argument, NULL, KALLSYMS_OUT },
 		{ "archive", required_argument, NULL, ARCHIVE },
+		{ "force", no_argument, NULL, FORCE },
+		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -280,6 +345,8 @@ static void parse_args(struct cli *c, int argc, char **argv)
 			break;
 		case KALLSYMS_OUT: c->kallsyms_out = c->o.kallsyms_out = optarg; break;
 		case ARCHIVE: c->archive = optarg; break;
+		case FORCE: c->force = true; break;
+		case ALLOW_EMPTY: c->allow_empty = true; break;
 		case 'q': c->quiet = true; break;
 		case 'h': usage(); exit(SP_EXIT_OK);
 		case 'V': exit(sp_show_version());
@@ -307,6 +374,10 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		sp_usage_error("--stop applies to running processes, not to a command");
 	/* -t picks threads: the ones they create are not asked for. */
 	c->o.inherit = c->inherit >= 0 ? c->inherit : !c->ntids;
+	if (!c->force) {
+		check_rate(c);
+		check_ring(c);
+	}
 }
 
 /* -p takes thread ids too: each stands for its whole process. */
@@ -503,6 +574,34 @@ static void status_line(struct sp_recorder *r, double elapsed, bool final)
 }
 
 /*
+ * After the recording: no sample is an unusable result (SP_EXIT_FATAL
+ * unless --allow-empty); more than 5% of events lost is one warning.
+ */
+static int check_samples(const struct cli *c, struct sp_recorder *r)
+{
+	struct sp_recorder_stats s;
+	sp_recorder_get_stats(r, &s);
+	uint64_t all = s.samples + s.lost;
+	if (s.samples == 0 && s.lost) {
+		sp_warn("no sample was kept: all %llu were lost because the ring buffers filled; "
+			"lower -F or raise --mmap-pages, or give --allow-empty",
+			(unsigned long long)s.lost);
+	} else if (s.samples == 0) {
+		sp_warn("no sample was taken: nothing recorded ran on a CPU (a target that only "
+			"slept or waited, or a launched wrapper whose work runs elsewhere); record "
+			"while the target is busy, give -p the busy process, or give --allow-empty");
+	} else {
+		if (s.lost * 20 > all)
+			sp_warn("warning: %.1f%% of samples were lost (%llu of %llu): the ring buffers "
+				"filled; lower -F or raise --mmap-pages",
+				100.0 * (double)s.lost / (double)all, (unsigned long long)s.lost,
+				(unsigned long long)all);
+		return SP_EXIT_OK;
+	}
+	return c->allow_empty ? SP_EXIT_OK : SP_EXIT_FATAL;
+}
+
+/*
  * A target in a container whose files this process may not read: its
  * samples are recorded, but not the build-ids that name its files.
  */
@@ -670,6 +769,8 @@ int main(int argc, char **argv)
 	}
 	if (c.kallsyms_out && save_kallsyms(c.kallsyms_out) < 0 && status == SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
+	if (status == SP_EXIT_OK)
+		status = check_samples(&c, r);
 	sp_recorder_free(r);
 	if (sp_writer_close(w) < 0 && status == SP_EXIT_OK)
 		status = sp_write_failed(errno);
