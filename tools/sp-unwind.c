@@ -115,6 +115,7 @@ struct state {
 	/* Counters for the unwind record. */
 	uint64_t samples, user_samples, frames_out, bad_copies;
 	uint64_t ends[SP_END_COUNT];
+	uint64_t max_depth_full;	/* max_depth ends of copies that filled their window */
 };
 
 static void reset_segment(struct state *st)
@@ -127,6 +128,7 @@ static void reset_segment(struct state *st)
 	st->kernel.out_id = UINT64_MAX;
 	st->next_module = 0;
 	st->samples = st->user_samples = st->frames_out = st->bad_copies = 0;
+	st->max_depth_full = 0;
 	memset(st->ends, 0, sizeof(st->ends));
 }
 
@@ -230,6 +232,8 @@ static size_t unwind_frames(struct state *st, const msgpack_object *m, uint64_t 
 			  st->uframes, max_depth, &nu);
 	st->user_samples++;
 	st->ends[end]++;
+	/* The walk stopped before the copy's end, which may be too short as well. */
+	st->max_depth_full += end == SP_END_MAX_DEPTH && full;
 	for (size_t i = 0; i < nu; i++) {
 		const struct sp_uframe *f = &st->uframes[i];
 		st->frames[n++] = (struct sp_stack_frame){ f->addr,
@@ -308,6 +312,7 @@ static void write_unwind_record(struct state *st)
 		.fp_frames = us.fp_frames, .scan_frames = us.scan_frames,
 		.modules_opened = us.modules_opened, .modules_missing = us.modules_missing,
 		.modules_mismatched = us.modules_mismatched,
+		.max_depth_full = st->max_depth_full,
 		.engine = st->lu ? "libunwind" : "stackpulse",
 	};
 	sp_write_unwind(st->w, &u);
