@@ -67,7 +67,7 @@ for line in sys.stdin:
     -> record while the process works (sp-capture -p PID during the work, with a --duration that covers it), or launch the work itself: sp-capture -- COMMAND" ]
 	run -1 grep -q "nothing to change" <<< "$output"
 	unusable_checked "$S.raw"
-	sp-stat --json "$S.raw" | jq -e '.diagnosis[0].problem | startswith("the recording is unusable: no samples")'
+	sp-stat --json "$S.raw" | jq -e '.unusable and (.diagnosis[0].problem | startswith("the recording is unusable: no samples"))'
 }
 
 @test "a launched shell that execs nothing: no samples, launch the program itself" {
@@ -301,4 +301,5 @@ if r["t"] == "module" and r.get("kind") == "elf":
 	has_finding "$output" "$lost events lost ($(awk -v a="$lost" -v b="$samples" 'BEGIN { printf "%.1f", 100 * a / (a + b) }')%): the ring buffers overran" \
 		"lower -F (now $rate), drain more often (--poll-ms, now 100), use bigger buffers (--mmap-pages, now 16, a power of two), or profile fewer processes"
 	run -1 grep -q "unusable" <<< "$output"
+	sp-stat --json "$S.raw" | jq -e '.unusable == false'
 }

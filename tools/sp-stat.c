@@ -1791,7 +1791,8 @@ static void naming_json(struct sp_jw *j, const struct stats *st, size_t top)
 	sp_jw_object_end(j);
 }
 
-static void report_json(const struct stats *st, const struct advice *a, size_t na, size_t top, FILE *out)
+static void report_json(const struct stats *st, const struct advice *a, size_t na, bool unusable,
+			size_t top, FILE *out)
 {
 	struct sp_buf b = SP_BUF_INIT;
 	struct sp_jw j;
@@ -1898,6 +1899,7 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 		sp_jw_object_end(&j);
 	}
 	advice_json(&j, a, na);
+	sp_jw_kv_bool(&j, "unusable", unusable);
 	sp_jw_object_end(&j);
 	json_out(&b, out);
 }
@@ -2213,7 +2215,7 @@ int main(int argc, char **argv)
 	bool unusable;
 	size_t na = diagnose(&st, adv, &unusable);
 	if (json)
-		report_json(&st, adv, na, top, stdout);
+		report_json(&st, adv, na, unusable, top, stdout);
 	else
 		report_text(&st, adv, na, top, stdout);
 
