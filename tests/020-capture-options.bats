@@ -17,16 +17,17 @@ load helper
 	run sp-capture --max-rate
 	[ "$status" -eq 0 ]
 	[ "$output" = "$(cat /proc/sys/kernel/perf_event_max_sample_rate)" ]
-	sp-capture -q -F max -o "$BATS_TEST_TMPDIR/m.sps" -- true
+	# -F max is above the rate the stack copies sustain: --force records anyway.
+	sp-capture -q -F max --force --allow-empty -o "$BATS_TEST_TMPDIR/m.sps" -- true
 	[ "$(jqs "$BATS_TEST_TMPDIR/m.sps" 'select(.t=="header") | .options.frequency')" = "$(cat /proc/sys/kernel/perf_event_max_sample_rate)" ]
 }
 
 @test "--stack-size: K suffix, rounding to 8, the kernel's limit" {
-	sp-capture -q --stack-size 1K -o "$BATS_TEST_TMPDIR/a.sps" -- true
+	sp-capture -q --allow-empty --stack-size 1K -o "$BATS_TEST_TMPDIR/a.sps" -- true
 	[ "$(jqs "$BATS_TEST_TMPDIR/a.sps" 'select(.t=="header") | .options.stack_size')" = 1024 ]
-	sp-capture -q --stack-size 1001 -o "$BATS_TEST_TMPDIR/b.sps" -- true
+	sp-capture -q --allow-empty --stack-size 1001 -o "$BATS_TEST_TMPDIR/b.sps" -- true
 	[ "$(jqs "$BATS_TEST_TMPDIR/b.sps" 'select(.t=="header") | .options.stack_size')" = 1008 ]
-	sp-capture -q --stack-size 65528 -o "$BATS_TEST_TMPDIR/c.sps" -- true
+	sp-capture -q --allow-empty --stack-size 65528 -o "$BATS_TEST_TMPDIR/c.sps" -- true
 	run sp-capture --stack-size 65536 -- true
 	[ "$status" -eq 3 ]
 	[[ "$output" == *"above the kernel's limit of 65528 bytes"* ]]
@@ -75,7 +76,7 @@ load helper
 }
 
 @test "metadata options reach the header" {
-	sp-capture -q --start-timestamp-us 1700000000000000 --sample-interval-us 1001 \
+	sp-capture -q --allow-empty --start-timestamp-us 1700000000000000 --sample-interval-us 1001 \
 		-o "$BATS_TEST_TMPDIR/m.sps" -- true
 	run jqs "$BATS_TEST_TMPDIR/m.sps" 'select(.t=="header") | [.start_timestamp_us, .sample_interval_us]'
 	[ "$output" = "[1700000000000000,1001]" ]

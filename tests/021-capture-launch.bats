@@ -74,11 +74,11 @@ PY
 }
 
 @test "the command's exit status is reported; sp-capture's reflects the recording" {
-	run sp-capture -o "$S" -- sh -c 'exit 3'
+	run sp-capture --allow-empty -o "$S" -- sh -c 'exit 3'
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"command 'sh' exited with status 3"* ]]
 	[ "$(summary "$S" command_status)" = 3 ]
-	run sp-capture -o "$S" -- sh -c 'kill -KILL $$'
+	run sp-capture --allow-empty -o "$S" -- sh -c 'kill -KILL $$'
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"killed by signal 9"* ]]
 	[ "$(summary "$S" command_status)" = -9 ]

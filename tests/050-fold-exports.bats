@@ -349,11 +349,11 @@ EOF
 }
 
 @test "exports of no samples are valid and empty" {
-	sp-fold --only-pid 1 --format pprof -o "$T/e.pb.gz" "$VECTORS/symbolized.sps"
+	sp-fold --only-pid 1 --allow-empty --format pprof -o "$T/e.pb.gz" "$VECTORS/symbolized.sps"
 	decode "$T/e.pb.gz" "$T/e.txt"
 	pprof_check "$T/e.txt" <<<'assert "sample" not in p and s[0] == "" and len(p["sample_type"]) == 2'
 	run go tool pprof -top "$T/e.pb.gz"
 	[ "$status" -eq 0 ]
-	sp-fold --only-pid 1 --format speedscope -o "$T/e.json" "$VECTORS/symbolized.sps"
+	sp-fold --only-pid 1 --allow-empty --format speedscope -o "$T/e.json" "$VECTORS/symbolized.sps"
 	speedscope_check "$T/e.json" <<<'assert d["profiles"] == [] and frames == []'
 }

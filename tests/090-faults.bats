@@ -130,7 +130,7 @@ teardown() {
 
 @test "load: the kernel's maximum rate on every thread of a busy workload, losses counted exactly" {
 	seconds=${SP_LOAD_SECONDS:-60}
-	sp-capture -q -F max -o "$R" -- "$WORKLOADS/spin" -t 4 "$seconds" &
+	sp-capture -q -F max --force -o "$R" -- "$WORKLOADS/spin" -t 4 "$seconds" &
 	c=$!
 	# The pipeline keeps up right behind the recorder.
 	sleep 1
