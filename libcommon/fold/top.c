@@ -12,8 +12,9 @@
 
 int sp_fold_view_get(struct sp_fold *f, struct sp_fold_view *v)
 {
+	/* Stacks may all be empty, with no arena yet. */
 	for (size_t k = 0; k < f->nstacks; k++)
-		f->stacks[k].frames = f->arena + f->stack_off[k];
+		f->stacks[k].frames = f->arena ? f->arena + f->stack_off[k] : NULL;
 	struct sp_fold_thread *tv = calloc(f->nthreads ? f->nthreads : 1, sizeof(*tv));
 	if (!tv)
 		return fold_nomem(f);
