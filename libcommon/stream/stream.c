@@ -46,7 +46,8 @@ struct sp_reader {
 /*
  * Following a path: the file now open and how it looked, to notice when
  * the path names another file.  head holds the file's first bytes as
- * read, since a file rewritten in place keeps its inode.
+ * read, since a file rewritten in place keeps its inode; the header
+ * record in them differs between two recordings (its clock anchors).
  */
 struct follow {
 	char *path;
@@ -54,7 +55,7 @@ struct follow {
 	void *arg;
 	dev_t dev;
 	ino_t ino;
-	unsigned char head[64];
+	unsigned char head[4096];
 	size_t headlen;
 	uint64_t read_bytes;	/* bytes read from the open file */
 	uint64_t idle_since;	/* ms when the file last had nothing new */
@@ -221,8 +222,11 @@ static int file_has_writer(dev_t dev, ino_t ino)
 		return -1;
 	bool found = false, unseen = false;
 	struct dirent *pe;
+	char self[24];
+	snprintf(self, sizeof(self), "%d", (int)getpid());
 	while (!found && (pe = readdir(proc))) {
-		if (!isdigit((unsigned char)pe->d_name[0]))
+		/* Not this process: a descriptor it inherited is no writer it waits for. */
+		if (!isdigit((unsigned char)pe->d_name[0]) || strcmp(pe->d_name, self) == 0)
 			continue;
 		char path[600];
 		snprintf(path, sizeof(path), "/proc/%s/fd", pe->d_name);
@@ -316,20 +320,43 @@ static int follow_open(struct sp_reader *r)
 	}
 }
 
-/* Why the path no longer names the file being read, or NULL. */
-static const char *follow_replaced(struct sp_reader *r)
+/*
+ * Whether the open file was truncated or written again from its start:
+ * why, or NULL.  Asked after every read, the bytes just read not yet
+ * taken: a writer that starts over writes its new first bytes before
+ * those at any later offset, so bytes read from the new content at the
+ * old offset are always caught here, never handed out.
+ */
+static const char *follow_rewritten(struct sp_reader *r)
 {
 	struct follow *fw = r->fw;
 	struct stat st;
 	unsigned char head[sizeof(fw->head)];
-	if (stat(fw->path, &st) == 0 && (st.st_ino != fw->ino || st.st_dev != fw->dev))
-		return "was replaced by a new file";
 	if (fstat(r->fd, &st) == 0 && (uint64_t)st.st_size < fw->read_bytes)
 		return "shrank";
 	if (fw->headlen && (pread(r->fd, head, fw->headlen, 0) != (ssize_t)fw->headlen ||
 			    memcmp(head, fw->head, fw->headlen) != 0))
 		return "was rewritten from its start";
 	return NULL;
+}
+
+/* Why the path no longer names the file as it was read, or NULL. */
+static const char *follow_replaced(struct sp_reader *r)
+{
+	struct follow *fw = r->fw;
+	struct stat st;
+	if (stat(fw->path, &st) == 0 && (st.st_ino != fw->ino || st.st_dev != fw->dev))
+		return "was replaced by a new file";
+	return follow_rewritten(r);
+}
+
+/* Starts over on whatever the path names now. */
+static void follow_restart(struct sp_reader *r, const char *why)
+{
+	follow_note(r, "'%s' %s; starting over on it%s", r->fw->path, why,
+		    r->records || r->end > r->start ?
+		    " (the records before are of the old file)" : "");
+	follow_drop(r);
 }
 
 /* reader_fill() for a followed path. */
@@ -354,6 +381,13 @@ static int follow_fill(struct sp_reader *r)
 		}
 		ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
 		if (n > 0) {
+			fw->read_bytes += (uint64_t)n;
+			const char *why = follow_rewritten(r);
+			fw->read_bytes -= (uint64_t)n;
+			if (why) {
+				follow_restart(r, why);
+				continue;
+			}
 			if (fw->read_bytes < sizeof(fw->head)) {
 				size_t k = sizeof(fw->head) - fw->read_bytes;
 				if (k > (size_t)n)
@@ -378,10 +412,7 @@ static int follow_fill(struct sp_reader *r)
 			return 0;
 		const char *why = follow_replaced(r);
 		if (why) {
-			follow_note(r, "'%s' %s; starting over on it%s", fw->path, why,
-				    r->records || r->end > r->start ?
-				    " (the records before are of the old file)" : "");
-			follow_drop(r);
+			follow_restart(r, why);
 			continue;
 		}
 		if (r->saw_summary && r->start == r->end)
