@@ -59,6 +59,7 @@ static void usage(void)
 	       "  -o, --output FILE         write the stream to FILE (default: standard output)\n"
 	       "  -F, --frequency HZ|max    samples per second per thread (default %u);\n"
 	       "                            max: the kernel's current cap\n"
+	       "      --freq HZ|max         the same as --frequency\n"
 	       "      --max-rate            print the kernel's cap on -F and exit\n"
 	       "      --stack-size BYTES    user stack copied per sample (default %u, at most\n"
 	       "                            %u; K suffix for KiB; rounded up to a multiple of 8)\n"

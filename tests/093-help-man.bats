@@ -1,0 +1,83 @@
+#!/usr/bin/env bats
+# Each tool's --help and its man page list the same options: a reader of
+# either finds every option, and an option added to one is added to both.
+
+load helper
+
+# help_options TOOL: the options --help lists, one a line, sorted: the
+# leading "-x, --long" of each line that starts with an option.
+help_options() {
+	local -
+	set -o pipefail
+	"$1" --help | grep -E '^ {2,}-' | sed -E 's/^ +//; s/  .*//' |
+		grep -oE '(^|, )--?[A-Za-z0-9][A-Za-z0-9-]*' | sed 's/^, //' | sort -u
+}
+
+# man_options PAGE: the options the OPTIONS section of a man page lists,
+# one a line, sorted: those of each tag line (the line after .TP or .TQ).
+man_options() {
+	local -
+	set -o pipefail
+	awk '/^\.SH OPTIONS/ { on = 1; next } /^\.SH/ { on = 0 }
+	     on && prev ~ /^\.T[PQ]/ { print } { prev = $0 }' "$1" |
+		sed -E 's/\\-/-/g; s/\\f[BIRP]//g; s/"//g' |
+		grep -oE '(^|[ ,])--?[A-Za-z0-9][A-Za-z0-9-]*' | sed -E 's/^[ ,]//' | sort -u
+}
+
+@test "every tool has a man page and every man page a tool" {
+	local t n=0
+	for t in "$BIN"/sp-*; do
+		[ -f "$TOP/man/$(basename "$t").1" ] || { echo "no man page for $t"; false; }
+		n=$((n + 1))
+	done
+	[ "$n" -ge 7 ]
+	for t in "$TOP"/man/sp-*.1; do
+		[ -x "$BIN/$(basename "$t" .1)" ] || { echo "no tool for $t"; false; }
+	done
+}
+
+@test "each tool's --help options equal its man page's OPTIONS" {
+	local t name bad=0
+	for t in "$TOP"/man/sp-*.1; do
+		name=$(basename "$t" .1)
+		help_options "$BIN/$name" > "$BATS_TEST_TMPDIR/help"
+		man_options "$t" > "$BATS_TEST_TMPDIR/man"
+		# Both parsers found the options every tool has.
+		grep -qx -- --help "$BATS_TEST_TMPDIR/help"
+		grep -qx -- --version "$BATS_TEST_TMPDIR/man"
+		if ! diff -u --label "$name --help" --label "man/$name.1 OPTIONS" \
+			"$BATS_TEST_TMPDIR/help" "$BATS_TEST_TMPDIR/man"; then
+			bad=1
+		fi
+	done
+	[ "$bad" -eq 0 ]
+}
+
+@test "each option --help lists is one the tool takes" {
+	local t name o
+	for t in "$TOP"/man/sp-*.1; do
+		name=$(basename "$t" .1)
+		for o in $(help_options "$BIN/$name" | grep -- '^--'); do
+			[ "$o" = --help ] || [ "$o" = --version ] && continue
+			# getopt says "unrecognized option" only of an option it does not know.
+			run "$BIN/$name" "$o" < /dev/null
+			if [[ "$output" == *"unrecognized option"* ]]; then
+				echo "$name: $o is in --help but not taken"
+				false
+			fi
+		done
+	done
+}
+
+@test "the options a SYNOPSIS shows are options of the page" {
+	local t
+	for t in "$TOP"/man/sp-*.1; do
+		man_options "$t" > "$BATS_TEST_TMPDIR/man"
+		awk '/^\.SH SYNOPSIS/ { on = 1; next } /^\.SH/ { on = 0 } on' "$t" |
+			grep -E '^\.(OP|B|BI|BR)\b' | sed -E 's/\\-/-/g; s/\\f[BIRP]//g; s/"//g' |
+			grep -oE '(^|[ ,])--?[A-Za-z0-9][A-Za-z0-9-]*' | sed -E 's/^[ ,]//' |
+			grep -v -x -- '--' | sort -u > "$BATS_TEST_TMPDIR/syn"
+		run comm -23 "$BATS_TEST_TMPDIR/syn" "$BATS_TEST_TMPDIR/man"
+		[ -z "$output" ] || { echo "$(basename "$t"): SYNOPSIS has $output"; false; }
+	done
+}
