@@ -195,3 +195,51 @@ gone_binary() {
 	[ "$status" -eq 2 ]
 	[ "$output" = "sp-flame: '-' is a stackpulse stream, not folded stacks: run sp-fold first (sp-fold FILE | sp-flame)" ]
 }
+
+@test "sp-capture --kallsyms-out: a path that cannot be written is refused before recording, naming the option" {
+	run sp-capture -q --kallsyms-out "$BATS_TEST_TMPDIR/no/dir/k.syms" -o "$S.raw" -- "$WORKLOADS/spin" 0.3
+	[ "$status" -eq 2 ]
+	[ "$output" = "sp-capture: cannot create the --kallsyms-out file '$BATS_TEST_TMPDIR/no/dir/k.syms': No such file or directory" ]
+	[ ! -e "$S.raw" ]
+}
+
+@test "sp-capture --kallsyms-out as an unprivileged user: the setting that hides the addresses is named" {
+	d=$(shared_tmpdir)
+	run as_nobody sp-capture -q --kallsyms-out "$d/k.syms" -o "$d/rec.sps" -- "$WORKLOADS/spin" 0.3
+	kptr=$(cat /proc/sys/kernel/kptr_restrict)
+	paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+	if grep -qv '^0000000000000000 ' "$d/k.syms"; then
+		# This host shows the addresses to every user: nothing to say.
+		run -1 grep -q 'reads as zero' <<< "$output"
+	elif [ "$kptr" -eq 0 ]; then
+		[[ "$output" == *"every kallsyms address reads as zero (kernel.perf_event_paranoid is $paranoid); run as root or lower it"* ]]
+	else
+		[[ "$output" == *"every kallsyms address reads as zero (kernel.kptr_restrict is $kptr); run as root or lower it"* ]]
+	fi
+	rm -rf "$d"
+}
+
+@test "sp-capture --mmap-pages above the limit names the limit" {
+	run sp-capture --mmap-pages 2097152 -- true
+	[ "$status" -eq 3 ]
+	[ "${lines[0]}" = "sp-capture: --mmap-pages 2097152 is above the limit of 1048576 pages a CPU" ]
+	run sp-capture --mmap-pages 3 -- true
+	[ "$status" -eq 3 ]
+	[ "${lines[0]}" = "sp-capture: invalid --mmap-pages '3': give a power of two" ]
+}
+
+@test "counts in messages agree with their nouns: 1 record, 2 records" {
+	sp-cat -t header "$VECTORS/symbolized.sps" | head -n 1 > "$BATS_TEST_TMPDIR/h.jsonl"
+	sp-cat -t header,process "$VECTORS/symbolized.sps" | head -n 2 > "$BATS_TEST_TMPDIR/h2.jsonl"
+	{ cat "$BATS_TEST_TMPDIR/h.jsonl"; echo 'not json'; } > "$BATS_TEST_TMPDIR/bad.jsonl"
+	run sp-cat --from-json -o "$S.sps" "$BATS_TEST_TMPDIR/bad.jsonl"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"(the 1 record before it was written)" ]]
+	sps_from_json "$BATS_TEST_TMPDIR/h.jsonl" "$S.1"
+	run sp-cat "$S.1"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"stream ends without a summary record after 1 record: it was cut short"* ]]
+	sps_from_json "$BATS_TEST_TMPDIR/h2.jsonl" "$S.2"
+	run sp-cat "$S.2"
+	[[ "$output" == *"after 2 records: it was cut short"* ]]
+}

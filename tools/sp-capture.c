@@ -330,8 +330,11 @@ static void parse_args(struct cli *c, int argc, char **argv)
 			break;
 		case POLL_MS: c->o.poll_ms = parse_ms(optarg, "--poll-ms"); break;
 		case MMAP_PAGES:
-			if (sp_parse_u64(optarg, 1u << 20, &v) < 0 || v == 0 || (v & (v - 1)))
+			if (sp_parse_u64(optarg, UINT64_MAX, &v) < 0 || v == 0 || (v & (v - 1)))
 				sp_usage_error("invalid --mmap-pages '%s': give a power of two", optarg);
+			if (v > 1u << 20)
+				sp_usage_error("--mmap-pages %s is above the limit of %u pages a CPU",
+					       optarg, 1u << 20);
 			c->o.mmap_pages = (unsigned)v;
 			break;
 		case START_TS:
@@ -513,6 +516,25 @@ static int attach_tids(struct cli *c, struct sp_recorder *r)
 	return rc;
 }
 
+static const char *kallsyms_hider(void);
+
+/*
+ * --kallsyms-out is saved after the recording: a path that cannot be
+ * written is found before it, not after minutes of recording.
+ */
+static void check_kallsyms_out(const char *path)
+{
+	char *dir = sp_xstrdup(path), *slash = strrchr(dir, '/');
+	if (slash)
+		slash[slash == dir] = '\0';
+	int rc = access(path, W_OK) == 0 ? 0 :
+		 errno == ENOENT ? access(slash ? dir : ".", W_OK | X_OK) : -1;
+	if (rc < 0)
+		sp_die(SP_EXIT_FATAL, "cannot create the --kallsyms-out file '%s': %s", path,
+		       strerror(errno));
+	free(dir);
+}
+
 /* Copies /proc/kallsyms; warns when its addresses read as zero. */
 static int save_kallsyms(const char *path)
 {
@@ -523,7 +545,7 @@ static int save_kallsyms(const char *path)
 	}
 	FILE *out = fopen(path, "we");
 	if (!out) {
-		sp_warn("cannot create '%s': %s", path, strerror(errno));
+		sp_warn("cannot create the --kallsyms-out file '%s': %s", path, strerror(errno));
 		fclose(in);
 		return -1;
 	}
@@ -538,14 +560,30 @@ static int save_kallsyms(const char *path)
 	}
 	fclose(in);
 	if (fclose(out) != 0) {
-		sp_warn("cannot write '%s': %s", path, strerror(errno));
+		sp_warn("cannot write the --kallsyms-out file '%s': %s", path, strerror(errno));
 		return -1;
 	}
 	if (lines && !nonzero)
-		sp_warn("'%s': every kallsyms address reads as zero (kernel.kptr_restrict); "
-			"run as root or lower kernel.kptr_restrict to save usable kernel symbols",
-			path);
+		sp_warn("'%s': every kallsyms address reads as zero (%s); run as root or lower "
+			"it to save usable kernel symbols", path, kallsyms_hider());
 	return 0;
+}
+
+/*
+ * The setting that hides kallsyms addresses from this user: with
+ * kernel.kptr_restrict 0 the kernel shows them to whoever may use perf
+ * kernel events, so perf_event_paranoid above 1 is the one that applies.
+ */
+static const char *kallsyms_hider(void)
+{
+	static char what[64];
+	int64_t k = 1;
+	sp_read_i64_file("/proc/sys/kernel/kptr_restrict", &k);
+	if (k == 0)
+		snprintf(what, sizeof(what), "kernel.perf_event_paranoid is %d", sp_perf_paranoid());
+	else
+		snprintf(what, sizeof(what), "kernel.kptr_restrict is %lld", (long long)k);
+	return what;
 }
 
 /* A recorder's error; a write error on the output is told as every tool tells it. */
@@ -667,6 +705,8 @@ int main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	if (c.kallsyms_out)
+		check_kallsyms_out(c.kallsyms_out);
 	if (c.archive && !(c.o.archive = sp_archive_new(c.archive)))
 		sp_die(SP_EXIT_FATAL, "cannot create the archive '%s': %s", c.archive, strerror(errno));
 	int outfd = sp_open_recording(c.output);

@@ -364,8 +364,9 @@ static int json_to_stream(const char *path, struct sp_writer *w)
 		if (n == 0)
 			continue;
 		if (sp_json_parse(line.p, n, sp_writer_packer(w), &err) < 0) {
-			sp_warn("'%s': line %lu: %s (the %lu records before it were written)",
-				name, lineno, sp_error_message(&err), records);
+			sp_warn("'%s': line %lu: %s (the %lu record%s before it %s written)",
+				name, lineno, sp_error_message(&err), records,
+				records == 1 ? "" : "s", records == 1 ? "was" : "were");
 			status = SP_EXIT_PARTIAL;
 			break;
 		}

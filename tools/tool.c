@@ -565,8 +565,9 @@ int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
 	    stat(name, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
 		sp_die(SP_EXIT_FATAL, "'%s' is empty: it holds no stream", name);
 	if (read_status == SP_READ_END && sp_reader_records(r) > 0 && !sp_reader_saw_summary(r)) {
-		sp_warn("'%s': stream ends without a summary record after %llu records: it was "
+		sp_warn("'%s': stream ends without a summary record after %llu record%s: it was "
 			"cut short%s%s", name, (unsigned long long)sp_reader_records(r),
+			sp_reader_records(r) == 1 ? "" : "s",
 			done ? "; everything before the cut was " : ", and its counts are lower bounds",
 			done ? done : "");
 		return SP_EXIT_PARTIAL;
