@@ -1466,6 +1466,29 @@ static void diagnose_capture(const struct stats *st, struct advice *a, size_t *n
 }
 
 /*
+ * A usable recording with more than 5% of its stacks incomplete: the
+ * share and the reason most of them ended for, with its fix; that of
+ * the runtime in whose code most of those walks stopped, if one did.
+ * Returns the reason when its native advice was given, else 0.
+ */
+static int diagnose_incomplete(const struct stats *st, struct advice *a, size_t *n)
+{
+	struct sp_finding f;
+	int e = main_end(st), rt = RT_NATIVE;
+	for (int r = RT_NODE; r < RT_COUNT; r++)
+		if (st->rt[r].stops[e] * 2 > st->uw_ends[e] &&
+		    (rt == RT_NATIVE || st->rt[r].stops[e] > st->rt[rt].stops[e]))
+			rt = r;
+	sp_finding_incomplete(&f, st->uw_complete, st->uw_user,
+			      sp_unwind_end_description((enum sp_unwind_end)e),
+			      rt != RT_NATIVE ? runtimes[rt].remedy : end_remedy(st, e));
+	snprintf(f.what + strlen(f.what), sizeof(f.what) - strlen(f.what), " (%" PRIu64 " stacks, %.1f%%)",
+		 st->uw_ends[e], pct(st->uw_ends[e], st->uw_user));
+	advise_finding(a, n, &f);
+	return rt == RT_NATIVE ? e : 0;
+}
+
+/*
  * Module files that sp-unwind or sp-symbolize did not find, above the
  * degraded share; all of them said already when that made the
  * recording unusable.
@@ -1556,7 +1579,10 @@ static size_t diagnose(const struct stats *st, struct advice *a, bool *unusable)
 		advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 ", at most 65528)", st->stack_size);
 	}
 	if (st->have_unwind && st->uw_user && pct(st->uw_complete, st->uw_user) < 95) {
-		diagnose_ends(st, a, &n, *unusable && !st->uw_complete ? main_end(st) : 0);
+		int said = *unusable && !st->uw_complete ? main_end(st) : 0;
+		if (!*unusable)
+			said = diagnose_incomplete(st, a, &n);
+		diagnose_ends(st, a, &n, said);
 		diagnose_runtime_ends(st, a, &n);
 	}
 	diagnose_missing(st, a, &n, *unusable);
