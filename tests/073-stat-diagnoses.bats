@@ -57,6 +57,17 @@ for line in sys.stdin:
 	sps_from_json "$BATS_TEST_TMPDIR/rewritten.jsonl" "$2"
 }
 
+@test "an empty file: no stream, said first with no blank host, --check fails" {
+	: > "$S.empty"
+	run sp-stat "$S.empty"
+	report=$output
+	[ "${lines[0]}" = "recording: no stream, not one record" ]
+	[[ "$(first_finding "$report")" == "  - the recording is unusable: the input holds no stream: not one record"$'\n'"    -> give sp-stat the file sp-capture, sp-unwind or sp-symbolize wrote; "* ]]
+	run -1 grep -q "host ," <<< "$report"
+	run -1 grep -q "cut short" <<< "$report"
+	unusable_checked "$S.empty"
+}
+
 @test "-p on a process that only sleeps: no samples, the cause and the fix first" {
 	start sleep 30
 	sp-capture -q --allow-empty -p "$P" --duration 1 -o "$S.raw"

@@ -1384,7 +1384,12 @@ static bool diagnose_unusable(const struct stats *st, struct advice *a, size_t *
 {
 	struct sp_finding f;
 	double secs = (double)(st->duration_ns ? st->duration_ns : st->last_time - st->first_time) / 1e9;
-	if (!st->samples && !st->sample_records && st->lost) {
+	if (!st->segments) {
+		snprintf(f.what, sizeof(f.what), "the input holds no stream: not one record");
+		snprintf(f.fix, sizeof(f.fix), "give sp-stat the file sp-capture, sp-unwind or "
+			 "sp-symbolize wrote; an empty file is what a stage leaves that failed before "
+			 "its first record (its own message says why)");
+	} else if (!st->samples && !st->sample_records && st->lost) {
 		sp_finding_all_lost(&f, st->lost, st->frequency, st->stack_size, st->mmap_pages);
 	} else if (!st->samples && !st->sample_records) {
 		if (!st->have_summary)
@@ -1555,7 +1560,7 @@ static size_t diagnose(const struct stats *st, struct advice *a, bool *unusable)
 	size_t n = 0;
 	char what[512];
 	*unusable = diagnose_unusable(st, a, &n);
-	if (!st->have_summary) {
+	if (!st->have_summary && st->segments) {
 		advise(a, &n, "the stream was cut short: it has no summary record, so every count is a lower bound",
 		       "let sp-capture end cleanly (SIGINT, --duration, or the target exiting) and keep the whole stream");
 	}
@@ -1933,13 +1938,19 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 static void report_text(const struct stats *st, const struct advice *a, size_t na, size_t top, FILE *out)
 {
 	uint64_t dur = st->duration_ns ? st->duration_ns : st->last_time - st->first_time;
-	fprintf(out, "recording: %s stream, %u segment%s, %s\n", st->stage, st->segments,
-		st->segments == 1 ? "" : "s", st->have_summary ? "complete" : "CUT SHORT (no summary)");
-	fprintf(out, "  host %s, kernel %s, %s\n", st->hostname, st->kernel, st->arch);
-	fprintf(out, "  duration %.3f s, rate %" PRIu64 " Hz requested, %.0f Hz effective, stack window %" PRIu64 " bytes\n",
-		(double)dur / 1e9, st->frequency, effective_rate(st), st->stack_size);
-	fprintf(out, "  kernel frames: %s%s\n", st->kernel_enabled ? "recorded" : "not recorded",
-		st->opt_kernel && !st->kernel_enabled ? " (asked for, but denied)" : "");
+	if (!st->segments) {
+		/* No header: no host, no options to show. */
+		fprintf(out, "recording: no stream, not one record\n");
+	} else {
+		fprintf(out, "recording: %s stream, %u segment%s, %s\n", st->stage, st->segments,
+			st->segments == 1 ? "" : "s", st->have_summary ? "complete" : "CUT SHORT (no summary)");
+		fprintf(out, "  host %s, kernel %s, %s\n", st->hostname[0] ? st->hostname : "unknown",
+			st->kernel[0] ? st->kernel : "unknown", st->arch[0] ? st->arch : "unknown");
+		fprintf(out, "  duration %.3f s, rate %" PRIu64 " Hz requested, %.0f Hz effective, stack window %" PRIu64 " bytes\n",
+			(double)dur / 1e9, st->frequency, effective_rate(st), st->stack_size);
+		fprintf(out, "  kernel frames: %s%s\n", st->kernel_enabled ? "recorded" : "not recorded",
+			st->opt_kernel && !st->kernel_enabled ? " (asked for, but denied)" : "");
+	}
 	if (st->has_start_ts || st->has_interval)
 		fprintf(out, "  metadata: start timestamp %" PRIu64 " us, sample interval %" PRIu64 " us\n",
 			st->start_ts, st->interval);
