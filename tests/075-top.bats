@@ -170,7 +170,7 @@ wait_pane() {
 		sleep 0.2
 	done
 	echo "not on the screen: $1" >&2
-	cat "$BATS_TEST_TMPDIR/pane" >&2
+	cat "$BATS_TEST_TMPDIR/pane" "$BATS_TEST_TMPDIR/stderr" >&2
 	return 1
 }
 
@@ -183,7 +183,7 @@ wait_gone() {
 		sleep 0.2
 	done
 	echo "still on the screen: $1" >&2
-	cat "$BATS_TEST_TMPDIR/pane" >&2
+	cat "$BATS_TEST_TMPDIR/pane" "$BATS_TEST_TMPDIR/stderr" >&2
 	return 1
 }
 
@@ -191,7 +191,7 @@ wait_gone() {
 	command -v tmux
 	st=$BATS_TEST_TMPDIR/status
 	tmux -L "$TMUX_SOCK" new-session -d -s top -x 120 -y 40 \
-		"'$BIN/sp-top' -- '$WORKLOADS/spin' 120; echo \$? > '$st'"
+		"'$BIN/sp-top' -- '$WORKLOADS/spin' 120 2> '$BATS_TEST_TMPDIR/stderr'; echo \$? > '$st'"
 	wait_pane '^sp-top  '
 	wait_pane '^last [0-9.]+ s: [0-9]+ samples, [0-9.]+ samples/s, lost [0-9]+ '
 	wait_pane '^processes: [0-9]+ spin '
@@ -238,7 +238,7 @@ wait_gone() {
 	command -v tmux
 	st=$BATS_TEST_TMPDIR/status
 	tmux -L "$TMUX_SOCK" new-session -d -s top -x 100 -y 30 \
-		"'$BIN/sp-capture' -q -- '$WORKLOADS/spin' 120 | '$BIN/sp-unwind' | '$BIN/sp-symbolize' | '$BIN/sp-top' -d 0.5; echo \$? > '$st'"
+		"'$BIN/sp-capture' -q -- '$WORKLOADS/spin' 120 | '$BIN/sp-unwind' | '$BIN/sp-symbolize' | '$BIN/sp-top' -d 0.5 2> '$BATS_TEST_TMPDIR/stderr'; echo \$? > '$st'"
 	wait_pane ' leaf_compute \(spin\)'
 	wait_pane '^sp-top  standard input'
 	tmux -L "$TMUX_SOCK" resize-window -t top -x 70 -y 20
@@ -250,5 +250,5 @@ wait_gone() {
 		[ -s "$st" ] && break
 		sleep 0.2
 	done
-	[ -s "$st" ]
+	[ "$(cat "$st")" = 0 ]
 }

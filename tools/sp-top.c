@@ -360,7 +360,8 @@ static void window_move(struct window *w, const struct feed *fd, const struct sp
 	/* Keep a copy of now; the oldest copy is the window's start. */
 	struct snapshot *s = &w->snap[w->head];
 	s->samples = sp_xrealloc(s->samples, (v->ncounts ? v->ncounts : 1) * sizeof(*s->samples));
-	memcpy(s->samples, w->weights, v->ncounts * sizeof(*s->samples));
+	if (v->ncounts)
+		memcpy(s->samples, w->weights, v->ncounts * sizeof(*s->samples));
 	s->n = v->ncounts;
 	s->lost = fd->lost;
 	s->t = t;
@@ -948,7 +949,8 @@ static int run_screen(struct feed *fd, const struct top_options *o, struct view_
 static int top_run(const struct top_options *o)
 {
 	bool screen = !o->text;
-	struct feed fd;
+	/* On the heap: a thread that cannot be stopped may outlive this call. */
+	struct feed *fd = sp_xcalloc(1, sizeof(*fd));
 	struct pipeline p = { .out = -1, .err = -1 };
 	struct view_state vs = { .sort = o->sort, .pid = o->pid, .callers_of = SP_TOP_NONE };
 	struct window w;
@@ -959,34 +961,34 @@ static int top_run(const struct top_options *o)
 
 	if (o->filter)
 		snprintf(vs.filter, sizeof(vs.filter), "%s", o->filter);
-	open_feed(&fd, o, &p, screen);
+	open_feed(fd, o, &p, screen);
 	window_init(&w, o);
 	sp_top_init(&t);
-	int err = pthread_create(&thread, NULL, feed_main, &fd);
+	int err = pthread_create(&thread, NULL, feed_main, fd);
 	if (err)
 		sp_die(SP_EXIT_FATAL, "cannot start the reading thread: %s", strerror(err));
 
-	int status = screen ? run_screen(&fd, o, &vs, &w, &t, &rp, p.err, &errs) : SP_EXIT_OK;
+	int status = screen ? run_screen(fd, o, &vs, &w, &t, &rp, p.err, &errs) : SP_EXIT_OK;
 	if (!screen)
-		run_text(&fd, o, &vs, &w, &t, &rp);
+		run_text(fd, o, &vs, &w, &t, &rp);
 
-	bool ended = feed_ended(&fd);
+	bool ended = feed_ended(fd);
 	bool joinable = true;
 	if ((o->pids || o->command) && !ended) {
 		/* sp-capture ends its recording; the rest drain what it wrote. */
 		kill(p.pid[0], SIGTERM);
 		got_signal = 0;
 		double deadline = now_s() + 5;
-		while (!wait_tick(&fd, deadline) && now_s() < deadline && !got_signal)
+		while (!wait_tick(fd, deadline) && now_s() < deadline && !got_signal)
 			;
-		ended = feed_ended(&fd);
+		ended = feed_ended(fd);
 	}
 	if (o->pids || o->command) {
 		int ps = stop_pipeline(&p, !ended);
 		if (ps != SP_EXIT_OK)
 			status = ps;
 	} else if (o->follow) {
-		fd.stop = 1;
+		fd->stop = 1;
 	} else if (!ended) {
 		/* Standard input from a pipe that has not ended: it cannot be interrupted. */
 		joinable = false;
@@ -1003,14 +1005,17 @@ static int top_run(const struct top_options *o)
 		fprintf(stderr, "%.*s", (int)errs.len, errs.p);
 	if (joinable) {
 		pthread_join(thread, NULL);
-		if (ended && fd.status != SP_EXIT_OK) {
-			sp_warn("%s", fd.why);
+		if (ended && fd->status != SP_EXIT_OK) {
+			sp_warn("%s", fd->why);
 			if (status == SP_EXIT_OK)
-				status = fd.status;
+				status = fd->status;
 		}
 	}
-	if (status == SP_EXIT_OK && !fd.samples && (ended || !screen)) {
-		sp_warn("'%s' holds no samples%s", fd.name,
+	pthread_mutex_lock(&fd->lock);
+	uint64_t samples = fd->samples;
+	pthread_mutex_unlock(&fd->lock);
+	if (status == SP_EXIT_OK && !samples && (ended || !screen)) {
+		sp_warn("'%s' holds no samples%s", fd->name,
 			o->pids || o->command ? ": see sp-capture's messages above" : "");
 		status = SP_EXIT_PARTIAL;
 	}
@@ -1019,12 +1024,13 @@ static int top_run(const struct top_options *o)
 	report_release(&rp);
 	sp_top_release(&t);
 	window_release(&w);
-	sp_fold_free(fd.f);
-	sp_reader_free(fd.r);
+	sp_fold_free(fd->f);
+	sp_reader_free(fd->r);
 	sp_buf_release(&errs);
-	close(fd.fd);
-	close(fd.wake[0]);
-	close(fd.wake[1]);
+	close(fd->fd);
+	close(fd->wake[0]);
+	close(fd->wake[1]);
+	free(fd);
 	if (p.err >= 0)
 		close(p.err);
 	return status;
