@@ -243,3 +243,13 @@ hold_writer() {
 	[ "$status" -ne 124 ]
 	[[ "$output" == *"is not a regular file"* ]]
 }
+
+@test "scripts/bench --only live: figure 11, the latency percentiles of the live pipeline" {
+	# The benchmark measures the normal build (see tests/095-bench.bats).
+	run -0 env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only live
+	[[ "$output" == *"11 live: sample time to its line at the end of sp-capture | sp-unwind | sp-symbolize | sp-cat"* ]]
+	grep -qE '^   latency p50 +[0-9]+ms' <<< "$output"
+	grep -qE '^   latency p95 +[0-9]+ms.*< 200 ms +(met|not met)' <<< "$output"
+	grep -qE '^   latency p99 +[0-9]+ms' <<< "$output"
+	run -1 grep -qE '^(1a|4a|8 |10 )' <<< "$output"
+}
