@@ -162,6 +162,8 @@ if r["t"] == "header":
 		run -1 grep -q -- "--root DIR" <<< "$output"
 		unusable_checked "$f"
 	done
+	run -0 sp-stat "$S.sym"
+	[[ "$output" == *"  - $w/spin has no symbols: "*"    -> if sp-symbolize found no file for it (1 missing, 0 mismatched): the recording was archived, give it --archive arch; "* ]]
 	# The advice works: with the archive, every module is found.
 	sp-unwind --archive "$BATS_TEST_TMPDIR/arch" -o "$S.unw2" "$S.raw"
 	[ "$(unwind_count "$S.unw2" missing_module)" -eq 0 ]

@@ -1291,7 +1291,12 @@ static size_t module_fixes(const struct stats *st, const struct modcount *c, enu
 			"the unstripped build (no -ldflags='-s -w') and %s", unstripped);
 		return n;
 	}
-	if (nm == N_ADDRESS_ONLY && (st->modules_missing || st->modules_mismatched))
+	if (nm == N_ADDRESS_ONLY && (st->modules_missing || st->modules_mismatched) && archive_of(st))
+		add_fix(f, &n, "if sp-symbolize found no file for it (%" PRIu64 " missing, %" PRIu64
+			" mismatched): the recording was archived, give it --archive %s",
+			st->modules_missing, st->modules_mismatched,
+			*archive_of(st) ? archive_of(st) : "DIR");
+	else if (nm == N_ADDRESS_ONLY && (st->modules_missing || st->modules_mismatched))
 		add_fix(f, &n, "if sp-symbolize found no file for it (%" PRIu64 " missing, %" PRIu64
 			" mismatched): give it the recorded file, with %s, or record with sp-capture --archive",
 			st->modules_missing, st->modules_mismatched, place);
