@@ -237,11 +237,15 @@ hold_writer() {
 	[ "$output" = "$(sp-cat "$T/rec.sps")" ]
 }
 
-@test "--follow of a directory is an error, not a wait" {
+@test "--follow of a directory is an error, not a wait; a named pipe is read to its end" {
 	run timeout 20 sp-cat -f "$T"
 	[ "$status" -ne 0 ]
 	[ "$status" -ne 124 ]
-	[[ "$output" == *"is not a regular file"* ]]
+	[[ "$output" == *"'$T' is a directory, not a stream"* ]]
+	mkfifo "$T/fifo"
+	cat "$VECTORS/raw.sps" > "$T/fifo" &
+	run -0 timeout 20 sp-cat -f "$T/fifo"
+	[ "$output" = "$(cat "$VECTORS/raw.jsonl")" ]
 }
 
 @test "scripts/bench --only live: figure 11, the latency percentiles of the live pipeline" {

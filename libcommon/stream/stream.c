@@ -61,6 +61,7 @@ struct follow {
 	uint64_t idle_since;	/* ms when the file last had nothing new */
 	uint64_t checked;	/* ms of the last look for a writer */
 	bool waiting_said;
+	bool plain;		/* a FIFO or device: read as a pipe, to its end */
 };
 
 static void reader_fail(struct sp_reader *r, uint64_t offset, enum sp_err code,
@@ -301,14 +302,17 @@ static int follow_open(struct sp_reader *r)
 			return -1;
 		}
 		struct stat st;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		if (fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
 			close(fd);
-			reader_fail(r, 0, SP_ERR_BAD_INPUT, "'%s' is not a regular file: follow "
-				    "mode reads a file being written; read a pipe without it",
+			reader_fail(r, 0, SP_ERR_BAD_INPUT, "'%s' is a directory, not a stream",
 				    fw->path);
 			return -1;
 		}
 		r->fd = fd;
+		/* A named pipe has nothing to follow: it ends when its writer closes it. */
+		fw->plain = !S_ISREG(st.st_mode);
+		if (fw->plain)
+			return 1;
 		fw->dev = st.st_dev;
 		fw->ino = st.st_ino;
 		fw->headlen = 0;
@@ -359,11 +363,35 @@ static void follow_restart(struct sp_reader *r, const char *why)
 	follow_drop(r);
 }
 
+/* A followed path that named a FIFO or a device: read to its end. */
+static int follow_plain_fill(struct sp_reader *r)
+{
+	struct pollfd pfd = { r->fd, POLLIN, 0 };
+	if (r->idle && poll(&pfd, 1, 0) == 0)
+		r->idle(r->idle_arg);
+	for (;;) {
+		ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
+		if (n > 0) {
+			r->end += (size_t)n;
+			return 1;
+		}
+		if (n == 0 || *r->stop)
+			return 0;
+		if (errno != EINTR) {
+			reader_fail(r, sp_reader_offset(r), SP_ERR_ERRNO, "read error: %s",
+				    strerror(errno));
+			return -1;
+		}
+	}
+}
+
 /* reader_fill() for a followed path. */
 static int follow_fill(struct sp_reader *r)
 {
 	struct follow *fw = r->fw;
 	bool gone = false;
+	if (r->fd >= 0 && fw->plain)
+		return follow_plain_fill(r);
 	for (;;) {
 		if (r->fd < 0) {
 			if (*r->stop)
@@ -371,6 +399,8 @@ static int follow_fill(struct sp_reader *r)
 			int k = follow_open(r);
 			if (k < 0)
 				return -1;
+			if (k > 0 && fw->plain)
+				return follow_plain_fill(r);
 			if (k > 0)
 				continue;
 			if (!fw->waiting_said)
