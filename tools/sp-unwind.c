@@ -323,7 +323,7 @@ static enum sp_unwind_end worst_end(const struct state *st)
 {
 	enum sp_unwind_end worst = SP_END_TRUNCATED;
 	for (int e = SP_END_TRUNCATED; e < SP_END_COUNT; e++)
-		if (st->ends[e] > st->ends[worst])
+		if (e != SP_END_MAX_DEPTH && st->ends[e] > st->ends[worst])
 			worst = (enum sp_unwind_end)e;
 	return worst;
 }
@@ -331,13 +331,15 @@ static enum sp_unwind_end worst_end(const struct state *st)
 /*
  * At the end of a segment: no complete stack at all is an unusable
  * result (SP_EXIT_PARTIAL unless allow_empty); more than 5% of stacks
- * cut short is one warning.  Both name the cause and the fix.
+ * cut short is one warning.  Both name the cause and the fix.  A stack
+ * cut at --max-depth is what the user asked for: it counts as complete.
  */
 static int check_stacks(const struct state *st, bool allow_empty)
 {
 	static const char fix_missing[] = "unwind on the host that recorded, or give "
 		"--archive DIR (from sp-capture --archive), --root DIR or --module-dir DIR";
-	uint64_t n = st->user_samples, cut = n - st->ends[SP_END_COMPLETE];
+	uint64_t n = st->user_samples;
+	uint64_t cut = n - st->ends[SP_END_COMPLETE] - st->ends[SP_END_MAX_DEPTH];
 	uint64_t missing = st->ends[SP_END_MISSING_MODULE];
 	if (!n || cut * 20 <= n)
 		return SP_EXIT_OK;
