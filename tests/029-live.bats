@@ -50,7 +50,7 @@ live_pipeline() {
 	# Every sample of the capture is in the lines, each counted once.
 	run -0 sp-cat -t summary "$T/raw.sps"
 	n=$(jq .samples <<< "$output")
-	[ "$n" -gt 1000 ]
+	[ "$n" -gt 100 ]
 	[ "$(awk '{ s += $NF } END { print s }' "$T/out")" -eq "$n" ]
 	# Lines that add up to the same stacks as folding the file at once.
 	sp-unwind "$T/raw.sps" | sp-symbolize | sp-fold > "$T/whole"
