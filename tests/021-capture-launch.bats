@@ -35,8 +35,9 @@ setup() {
 @test "sample counts are plausible for the rate, duration and threads" {
 	sp-capture -q -F 499 -o "$S" -- "$WORKLOADS/spin" -t 2 1
 	n=$(summary "$S" samples)
-	# 2 threads x 499 Hz x 1 s = 998; a broad band for a shared machine.
-	[ "$n" -ge 150 ]
+	# 2 threads x 499 Hz x 1 s = 998 at most; samples count CPU time, which
+	# a busy shared machine may give the workload little of.
+	[ "$n" -ge 50 ]
 	[ "$n" -le 1300 ]
 	[ "$(summary "$S" sample_events)" -ge "$n" ]
 	[ "$(summary "$S" lost_events)" -eq 0 ]

@@ -68,14 +68,15 @@ perf_fds() {
 @test "-t profiles exactly the threads given, under their process's pid" {
 	start "$WORKLOADS/spin" -t 3 10
 	t=$(a_thread "$P")
-	sp-capture -q -o "$S" -t "$t" --duration 1
+	sp-capture -q -o "$S" -t "$t" --duration 2
 	[ "$(jqs "$S" 'select(.t=="sample") | .tid' | sort -u)" = "$t" ]
 	[ "$(jqs "$S" 'select(.t=="sample") | .pid' | sort -u)" = "$P" ]
 	[ "$(jqs "$S" 'select(.t=="thread") | .tid')" = "$t" ]
 	[ "$(jqs "$S" 'select(.t=="process") | .pid')" = "$P" ]
 	[ "$(jqs "$S" 'select(.t=="header") | .options.tids')" = "[$t]" ]
 	[ "$(jqs "$S" 'select(.t=="header") | .options.inherit')" = false ]
-	[ "$(summary "$S" samples)" -gt 300 ]
+	# Samples count CPU time, which a busy machine may give the thread little of.
+	[ "$(summary "$S" samples)" -gt 50 ]
 	run sp-capture -o "$S" -t 4194303 --duration 0.2
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"no thread 4194303"* ]]
@@ -245,6 +246,8 @@ blocked_run() {
 detach_run() {
 	local ks=$BATS_TEST_TMPDIR/ks.$1 c held
 	mkfifo "$ks"
+	# The last run's recording stays under its name until this one begins.
+	rm -f "$S"
 	start "$WORKLOADS/spin" -t 2 20
 	if [ "$1" = duration ]; then
 		sp-capture -q -o "$S" -p "$P" --duration 1 --kallsyms-out "$ks" &
