@@ -257,3 +257,16 @@ hold_writer() {
 	grep -qE '^   latency p99 +[0-9]+ms' <<< "$output"
 	run -1 grep -qE '^(1a|4a|8 |10 )' <<< "$output"
 }
+
+@test "an empty file nobody writes is waited on, as a missing one, until a recording replaces it" {
+	sp-capture -q -- "$WORKLOADS/spin" 0.2 > "$T/a.sps"
+	: > "$T/rec.sps"
+	timeout 60 sp-cat -f "$T/rec.sps" > "$T/out" 2> "$T/err" &
+	pid=$!
+	sleep 2
+	kill -0 $pid
+	cp "$T/a.sps" "$T/new.sps"
+	mv "$T/new.sps" "$T/rec.sps"
+	wait $pid
+	sp-cat "$T/a.sps" | cmp - "$T/out"
+}

@@ -454,7 +454,8 @@ static int follow_fill(struct sp_reader *r)
 		uint64_t now = now_ms();
 		if (!fw->idle_since)
 			fw->idle_since = now;
-		if (now - fw->idle_since >= SP_FOLLOW_GONE_MS &&
+		/* An empty file is waited on as a missing one: a writer may yet come. */
+		if (fw->read_bytes > 0 && now - fw->idle_since >= SP_FOLLOW_GONE_MS &&
 		    now - fw->checked >= SP_FOLLOW_GONE_MS) {
 			fw->checked = now;
 			/* One more read after this catches the writer's last bytes. */
