@@ -270,3 +270,18 @@ hold_writer() {
 	wait $pid
 	sp-cat "$T/a.sps" | cmp - "$T/out"
 }
+
+@test "sp-symbolize -f follows what sp-unwind --follow writes while sp-capture records" {
+	cd "$T"
+	sp-capture -q -o rec.sps -- "$WORKLOADS/spin" 1 &
+	cap=$!
+	timeout 60 sp-unwind --follow rec.sps -o u.sps &
+	unw=$!
+	run -0 timeout 60 sp-symbolize -f u.sps -o s.sps
+	wait $cap
+	wait $unw
+	cap=
+	sp-symbolize u.sps | sp-cat | tail -n +2 > "$T/file.json"
+	sp-cat s.sps | tail -n +2 | cmp - "$T/file.json"
+	[ "$(sp-cat -t sample s.sps | wc -l)" -eq "$(summary rec.sps samples)" ]
+}

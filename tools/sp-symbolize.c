@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,8 @@ static void usage(void)
 			printf("%*s%.*s\n", HELP_COLUMN - w, "", nl ? (int)(nl - p) : (int)strlen(p), p);
 		}
 	}
-	printf("      --max-record BYTES    largest input record accepted (default %u)\n"
+	printf("  -f, --follow              read a file still being written; end at its summary\n"
+	       "      --max-record BYTES    largest input record accepted (default %u)\n"
 	       "      --allow-empty         exit 0 even when no frame could be named\n"
 	       "  -h, --help                show this help\n"
 	       "  -V, --version             show the version\n"
@@ -177,15 +179,16 @@ static int check_names(struct sp_symbolizer *sym, bool allow_empty)
 /* The tool's own long options, then the symbolizer's. */
 static const struct option *long_options(void)
 {
-	static struct option longopts[SP_SYM_OPT_COUNT + 6] = {
+	static struct option longopts[SP_SYM_OPT_COUNT + 7] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "follow", no_argument, NULL, 'f' },
 		{ "max-record", required_argument, NULL, MAX_RECORD },
 		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 	};
 	for (int i = 0; i < SP_SYM_OPT_COUNT; i++)
-		longopts[5 + i] = (struct option){ sp_sym_options[i].name,
+		longopts[6 + i] = (struct option){ sp_sym_options[i].name,
 			sp_sym_options[i].arg ? required_argument : no_argument, NULL, SYM_OPT + i };
 	return longopts;
 }
@@ -196,6 +199,20 @@ static _Noreturn void search_failed(const struct sp_sym_search *s)
 	if (s->err.code == SP_ERR_BAD_INPUT)
 		sp_usage_error("%s", sp_error_message(&s->err));
 	sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&s->err));
+}
+
+static volatile int interrupted;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+static void follow_note(void *arg, const char *msg)
+{
+	(void)arg;
+	sp_warn("%s", msg);
 }
 
 /* The input is idle: what was named so far leaves now (a write error stays on w). */
@@ -210,12 +227,12 @@ int main(int argc, char **argv)
 	struct sp_sym_search search;
 	const char *output = NULL, *input;
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
-	bool allow_empty = false;
+	bool allow_empty = false, follow = false;
 	int c;
 
 	sp_tool_init(argv[0]);
 	sp_sym_search_init(&search);
-	while ((c = getopt_long(argc, argv, "o:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
 		if (c >= SYM_OPT && c < SYM_OPT + SP_SYM_OPT_COUNT) {
 			if (sp_sym_search_set(&search, (enum sp_sym_opt)(c - SYM_OPT), optarg) < 0)
 				search_failed(&search);
@@ -223,6 +240,7 @@ int main(int argc, char **argv)
 		}
 		switch (c) {
 		case 'o': output = optarg; break;
+		case 'f': follow = true; break;
 		case MAX_RECORD: max_record = sp_parse_max_record(optarg); break;
 		case ALLOW_EMPTY: allow_empty = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
@@ -244,14 +262,23 @@ int main(int argc, char **argv)
 	struct sp_symbolizer *sym = sp_symbolizer_new(&search, warn_cb, NULL, &err);
 	if (!sym)
 		sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&err));
-	int infd = sp_open_input(input);
+	/* Following a file opens it when it appears; a pipe needs no following. */
+	if (follow && (!input || strcmp(input, "-") == 0))
+		follow = false;
+	int infd = follow ? -1 : sp_open_input(input);
 	int outfd = sp_open_output(output, true);
 	struct sp_writer *w = sp_writer_new(outfd, output ? output : "-");
-	struct sp_reader *r = sp_reader_new(infd, input ? input : "-");
+	struct sp_reader *r = follow ? sp_reader_follow(input, &interrupted, follow_note, NULL)
+				     : sp_reader_new(infd, input ? input : "-");
 	if (!w || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
 	sp_reader_set_idle(r, flush_out, w);
+	if (follow) {
+		struct sigaction sa = { .sa_handler = on_signal };
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+	}
 
 	int status = SP_EXIT_OK;
 	struct sp_record rec;
@@ -318,7 +345,7 @@ done:
 	sp_reader_free(r);
 	sp_symbolizer_free(sym);
 	sp_sym_search_release(&search);
-	if (infd != STDIN_FILENO)
+	if (infd >= 0 && infd != STDIN_FILENO)
 		close(infd);
 	return status;
 }
