@@ -73,7 +73,8 @@ setup() {
 both_engines() {
 	local e
 	for e in stackpulse libunwind; do
-		sp-unwind --engine=$e -o "$R.$e" "$R"
+		# Some cases cut every stack on purpose: best effort.
+		sp-unwind --allow-empty --engine=$e -o "$R.$e" "$R"
 		[ "$(sp-cat -t unwind "$R.$e" | jq -r .engine)" = "$e" ]
 	done
 	/usr/bin/python3 "$TOP/tests/lib/unwind_agree.py" "$R.stackpulse" "$R.libunwind" > "$A"
