@@ -54,7 +54,8 @@ stages() {
 	local out=$1
 	shift
 	(cd "$BATS_TEST_TMPDIR" && sp-capture -q -F 999 -o "$out.raw" -- "$@" > /dev/null)
-	sp-unwind -o "$out.unw" "$out.raw"
+	# Some recordings here may have no complete stack: sp-stat's to say.
+	sp-unwind --allow-empty -o "$out.unw" "$out.raw" 2> /dev/null
 	sp-symbolize -o "$out" "$out.unw"
 }
 
@@ -128,7 +129,7 @@ runtime_json() {
 	stages "$S" "$BATS_TEST_TMPDIR/spin" 1
 	run -0 sp-stat "$S"
 	[[ "$output" == *"runtimes:"*"native code: 1 process"* ]]
-	[[ "$output" == *"ended early"*"-fno-omit-frame-pointer"* ]]
+	[[ "$output" == *"do not reach their thread's entry, most because no unwind information"*"-fno-omit-frame-pointer"* ]]
 	run -1 grep -q 'perf-basic-prof\|PreserveFramePointer\|-X perf' <<< "$output"
 	# A walk that stopped in native code is native code's, not a runtime's.
 	sp-stat --json "$S" | jq -e '[.runtimes[] | select(.runtime != "native")] == []'

@@ -317,11 +317,13 @@ if r["t"] == "module" and r.get("kind") == "elf":
 	sp-unwind --allow-empty -o "$S.unw" "$S.raw" 2> /dev/null
 	read -r user complete < <(sp-cat -t unwind "$S.unw" | jq -r '"\(.user_samples) \(.complete)"')
 	read -r nocfi why < <(sp-cat -t unwind "$S.unw" | jq -r '.ends[] | select(.kind == "no_cfi") | "\(.count) \(.description)"')
-	[ "$complete" -gt 0 ]
+	# A few samples of ld.so's start-up complete; should none, it is unusable.
+	pre=
+	[ "$complete" -gt 0 ] || pre="the recording is unusable: "
 	[ $((nocfi * 2)) -gt $((user - complete)) ]
 	share() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", 100 * a / b }'; }
 	run -0 sp-stat "$S.unw"
-	[ "$(first_finding "$output")" = "  - $((user - complete)) of $user stacks ($(share $((user - complete)) "$user")%) do not reach their thread's entry, most because $why ($nocfi stacks, $(share "$nocfi" "$user")%)
+	[ "$(first_finding "$output")" = "  - $pre$((user - complete)) of $user stacks ($(share $((user - complete)) "$user")%) do not reach their thread's entry, most because $why ($nocfi stacks, $(share "$nocfi" "$user")%)
     -> build with unwind tables (-fasynchronous-unwind-tables) or frame pointers (-fno-omit-frame-pointer)" ]
 	# The main reason is not listed twice.
 	[ "$(grep -c "no unwind information" <<< "$output")" -eq 2 ]
