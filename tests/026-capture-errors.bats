@@ -35,7 +35,7 @@ teardown() {
 	mount -t tmpfs -o size=64k tmpfs "$MNT"
 	run sp-capture -o "$MNT/rec.sps" -- "$WORKLOADS/spin" 1
 	[ "$status" -eq 2 ]
-	[[ "$output" == *"write error on '$MNT/rec.sps': No space left on device"* ]]
+	[[ "$output" == *"cannot write '$MNT/rec.sps': No space left on device"* ]]
 	# What was written is a valid stream up to the cut, and says it is cut.
 	run sp-cat "$MNT/rec.sps"
 	[ "$status" -eq 1 ]

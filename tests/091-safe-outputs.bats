@@ -13,6 +13,7 @@ setup() {
 }
 
 teardown() {
+	[ -z "${umount_later:-}" ] || umount "$umount_later" 2>/dev/null || true
 	[ -z "${P:-}" ] || kill -KILL "$P" 2>/dev/null || true
 	[ -z "${C:-}" ] || kill -KILL "$C" 2>/dev/null || true
 }
@@ -152,6 +153,27 @@ streams() {
 	run --separate-stderr sp-cat -t header "$D/out.sps"
 	[[ "${lines[0]}" == *'"stage":"unwound"'* ]]
 	only_files out.sps out.sps.copy cut.sps
+}
+
+@test "a full file system: the output that could not be written leaves the old file intact" {
+	MNT=$BATS_TEST_TMPDIR/small
+	mkdir -p "$MNT"
+	# Two pages: the old file's, and one more.
+	mount -t tmpfs -o size=8k tmpfs "$MNT"
+	umount_later=$MNT
+	sp-capture -q -F 999 -o "$D/raw.sps" -- "$WORKLOADS/spin" 0.5
+	[ "$(stat -c %s "$D/raw.sps")" -gt 100000 ]
+	cp "$VECTORS/unwound.sps" "$MNT/out.sps"
+	run sp-unwind -o "$MNT/out.sps" "$D/raw.sps"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"sp-unwind: cannot write '$MNT/out.sps': No space left on device"* ]]
+	cmp "$MNT/out.sps" "$VECTORS/unwound.sps"
+	[ "$(ls -A "$MNT")" = out.sps ]
+	run sp-cat -o "$MNT/out.sps" "$D/raw.sps"
+	[ "$status" -eq 2 ]
+	[ "$output" = "sp-cat: cannot write '$MNT/out.sps': No space left on device" ]
+	cmp "$MNT/out.sps" "$VECTORS/unwound.sps"
+	[ "$(ls -A "$MNT")" = out.sps ]
 }
 
 @test "an output replaced on success keeps the old file's mode" {

@@ -587,12 +587,16 @@ static const char *kallsyms_hider(void)
 }
 
 /* A recorder's error; a write error on the output is told as every tool tells it. */
-static void recorder_failed(struct sp_recorder *r, struct sp_writer *w, const char *more)
+static void recorder_failed(struct sp_recorder *r, struct sp_writer *w, bool stopped)
 {
-	if (sp_writer_failed(w) && sp_writer_flush(w) < 0)
-		sp_write_failed(errno);
-	else
+	const char *more = stopped ? "; recording stopped" : "";
+	if (!sp_writer_failed(w) || sp_writer_flush(w) == 0) {
 		sp_warn("%s%s", sp_recorder_error(r), more);
+		return;
+	}
+	sp_write_failed(errno);
+	if (stopped)
+		sp_warn("recording stopped");
 }
 
 static double mono_s(void)
@@ -740,7 +744,7 @@ int main(int argc, char **argv)
 			"user frames only (kernel_enabled is false in the stream)",
 			sp_perf_paranoid());
 	if (status == SP_EXIT_OK && sp_recorder_start(r, argc, argv) < 0) {
-		recorder_failed(r, w, "");
+		recorder_failed(r, w, false);
 		status = SP_EXIT_FATAL;
 	}
 	/*
@@ -777,7 +781,7 @@ int main(int argc, char **argv)
 			timeout = 250;
 		int k = sp_recorder_poll(r, timeout);
 		if (k < 0) {
-			recorder_failed(r, w, "; recording stopped");
+			recorder_failed(r, w, true);
 			status = SP_EXIT_FATAL;
 			break;
 		}
@@ -795,7 +799,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (status == SP_EXIT_OK && sp_recorder_finish(r) < 0) {
-		recorder_failed(r, w, "");
+		recorder_failed(r, w, false);
 		status = SP_EXIT_FATAL;
 	}
 	if (live)

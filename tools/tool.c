@@ -38,6 +38,7 @@ static struct {
 	char *path;		/* the file the temporary replaces, links resolved */
 	char *tmp;		/* the temporary, until it is renamed */
 	bool keep_old;		/* keep a replaced file as NAME.old */
+	bool failed;		/* a write to it failed */
 	bool have_id;		/* dev and ino of the output are known */
 	dev_t dev;
 	ino_t ino;
@@ -505,6 +506,7 @@ FILE *sp_output_file(int fd)
 
 int sp_write_failed(int err)
 {
+	output.failed = true;
 	sp_warn("cannot write '%s': %s", output.name, strerror(err));
 	return SP_EXIT_FATAL;
 }
@@ -521,10 +523,23 @@ int sp_output_close(FILE *f, int status)
 }
 
 /*
+ * Whether the output replaces the file of its name at exit: a result
+ * whole or partial (0 or 1), and the records written before a fatal
+ * fault in the input (2), but not an output that nothing or a failed
+ * write went into, so that the file it would replace stays as it was.
+ */
+static bool worth_keeping(int status)
+{
+	struct stat st;
+	if (status == SP_EXIT_OK || status == SP_EXIT_PARTIAL)
+		return true;
+	return status == SP_EXIT_FATAL && !output.failed && output.cookie.fd >= 0 &&
+	       fstat(output.cookie.fd, &st) == 0 && st.st_size > 0;
+}
+
+/*
  * At exit: standard output's stdio buffer is written and checked, and
- * the output file is renamed into place when the result is whole or
- * partial (0 or 1), or removed when the tool failed, so that the file it
- * would have replaced stays as it was.
+ * the output file is renamed into place or removed (worth_keeping()).
  */
 static void finish_outputs(int status, void *unused)
 {
@@ -542,10 +557,8 @@ static void finish_outputs(int status, void *unused)
 		}
 	}
 	if (output.tmp) {
-		if (st == SP_EXIT_OK || st == SP_EXIT_PARTIAL) {
-			if (rename_into_place() < 0)
-				st = SP_EXIT_FATAL;
-		}
+		if (worth_keeping(st) && rename_into_place() < 0)
+			st = SP_EXIT_FATAL;
 		if (output.tmp)
 			unlink(output.tmp);
 	}

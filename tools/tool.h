@@ -96,9 +96,10 @@ int sp_open_text_input(const char *path);
 /*
  * Opens FILE for writing ("-" or NULL is stdout).  A regular file (new
  * or existing) is written as a temporary ".FILE.XXXXXX" in its
- * directory, renamed over FILE when the tool exits with 0 or 1, removed
- * when it fails or is interrupted, so that an old FILE survives every
- * failure.  Refuses (SP_EXIT_USAGE) an output that is the same file as
+ * directory, renamed over FILE when the tool exits with 0 or 1, or with
+ * 2 after writing something (the records before a fault in the input);
+ * removed when nothing or a failed write went into it, or the tool is
+ * interrupted, so that an old FILE survives every such failure.  Refuses (SP_EXIT_USAGE) an output that is the same file as
  * an input opened before or after it.  When binary is true and the
  * output is a terminal, dies with a hint to redirect.  Dies when the
  * file cannot be created.
