@@ -156,6 +156,20 @@ non_increasing() {
 	[[ "$output" == *'sp-capture exited with status 2'* ]]
 }
 
+@test "sp-top -f FILE: reports of a file being written until its summary" {
+	export XDG_CACHE_HOME=$BATS_FILE_TMPDIR/cache
+	L=$BATS_TEST_TMPDIR/live.sps
+	: > "$L"
+	(sp-capture -q --duration 6 -- "$WORKLOADS/spin" 60 | sp-unwind | sp-symbolize > "$L") 3>&- &
+	run -0 sp-top -f -d 1 --rows 5 "$L"
+	wait
+	printf '%s\n' "$output" > "$BATS_TEST_TMPDIR/reports"
+	# A report a second while the file grew, the last when its summary came.
+	[ "$(grep -c '^sp-top report' "$BATS_TEST_TMPDIR/reports")" -ge 2 ]
+	last_report_names leaf_compute "$BATS_TEST_TMPDIR/reports"
+	run -0 sp-cat -t summary "$L"
+}
+
 # last_report_names FUNCTION FILE: the last report of FILE has FUNCTION in its rows.
 last_report_names() {
 	awk -v fn="$1" '/^sp-top report/ { n++; seen = 0 } $5 == fn { seen = n } END { exit !(seen == n && n) }' "$2"

@@ -76,6 +76,7 @@ struct feed {
 	int status;		/* how the input ended: SP_EXIT_* */
 	char why[600];		/* and why, when not well */
 	bool unwound;		/* a segment was unwound only: names by module */
+	bool follow;		/* a file still being written */
 	volatile int stop;	/* follow mode: stop waiting */
 	int wake[2];		/* the thread writes a byte here at its end */
 };
@@ -144,6 +145,11 @@ static void *feed_main(void *arg)
 		pthread_mutex_lock(&fd->lock);
 		go = feed_record(fd, &rec);
 		pthread_mutex_unlock(&fd->lock);
+		/* A file being written is done at its summary, as sp-unwind -f has it. */
+		if (fd->follow && rec.type == SP_R_SUMMARY) {
+			rs = SP_READ_END;
+			break;
+		}
 	}
 	pthread_mutex_lock(&fd->lock);
 	if (go && rs == SP_READ_ERROR)
@@ -802,6 +808,7 @@ static int open_feed(struct feed *fd, const struct top_options *o, struct pipeli
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	if (o->follow)
 		sp_reader_set_follow(fd->r, &fd->stop, 100);
+	fd->follow = o->follow;
 	return 0;
 }
 
@@ -1163,9 +1170,8 @@ int main(int argc, char **argv)
 		sp_usage_error("--once and -n: give one of them");
 	if (o.once && (o.pids || launch))
 		sp_usage_error("--once reads a stream to its end: give a file or standard input");
-	if (!o.once && !want_n && !isatty(STDOUT_FILENO))
-		o.reports = 1;		/* off a terminal: one report */
-	o.text = o.once || o.reports;
+	/* Off a terminal, reports until the input ends, as top -b prints them. */
+	o.text = o.once || want_n || !isatty(STDOUT_FILENO);
 
 	catch_signals();
 	return top_run(&o);
