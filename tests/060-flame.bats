@@ -271,7 +271,7 @@ EOF
 	[ "$output" = "sp-flame: cannot open '$T/missing.folded': No such file or directory" ]
 	run sp-flame "$T"
 	[ "$status" -eq 2 ]
-	[[ "$output" == "sp-flame: cannot read '$T': Is a directory" ]]
+	[ "$output" = "sp-flame: '$T' is a directory, not a file" ]
 }
 
 @test "a 100,000-line folded file renders" {
