@@ -1034,31 +1034,11 @@ static const char *archive_of(const struct stats *st)
 	return st->archived || st->archive_dir[0] ? st->archive_dir : NULL;
 }
 
-/* The stack-copy half of stacks that hit --max-depth with a full copy: raise both. */
-static const char max_depth_both[] =
-	"raise sp-unwind --max-depth and sp-capture --stack-size (at most 65528) both: the copy "
-	"ended before the stack did too";
-
 /* The fix for stacks that ended for reason e; the string lives until the next call. */
 static const char *end_remedy(const struct stats *st, int e)
 {
-	static struct sp_finding f;
-	if (e == SP_END_MISSING_MODULE) {
-		sp_finding_missing_modules(&f, 0, 0, archive_of(st));
-		return f.fix;
-	}
-	if (e == SP_END_MAX_DEPTH && st->uw_max_depth_full)
-		return max_depth_both;
-	switch (e) {
-	case SP_END_TRUNCATED: return "raise sp-capture --stack-size (up to 65528)";
-	case SP_END_BUILD_ID_MISMATCH: return "the binaries changed after the recording: give the exact files with --module-dir (sp-capture --archive keeps them)";
-	case SP_END_NO_CFI: return "build with unwind tables (-fasynchronous-unwind-tables) or frame pointers (-fno-omit-frame-pointer)";
-	case SP_END_BAD_FP: return "build the code without unwind tables with frame pointers (-fno-omit-frame-pointer), or give it unwind tables (-fasynchronous-unwind-tables)";
-	case SP_END_JIT_NO_MAP: return runtimes[RT_JIT].remedy;
-	case SP_END_MAX_DEPTH: return "raise sp-unwind --max-depth";
-	case SP_END_NO_USER_STACK: return "the thread ran kernel code only, or the stack copy failed: check error_stats";
-	default: return "check the binaries and their unwind tables";
-	}
+	return sp_end_remedy((enum sp_unwind_end)e, archive_of(st),
+			     e == SP_END_MAX_DEPTH && st->uw_max_depth_full);
 }
 
 /* The walks that stopped in the code of runtime r, for reason e or any. */

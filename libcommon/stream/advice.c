@@ -81,6 +81,38 @@ void sp_finding_missing_modules(struct sp_finding *f, uint64_t missing, uint64_t
 		    "--archive DIR, which keeps them");
 }
 
+const char *sp_end_remedy(enum sp_unwind_end e, const char *archive, bool full)
+{
+	static struct sp_finding f;
+	switch (e) {
+	case SP_END_TRUNCATED:
+		return "raise sp-capture --stack-size (up to 65528)";
+	case SP_END_MISSING_MODULE:
+		sp_finding_missing_modules(&f, 0, 0, archive);
+		return f.fix;
+	case SP_END_BUILD_ID_MISMATCH:
+		return "the binaries changed after the recording: give the exact files with "
+		       "--module-dir (sp-capture --archive keeps them)";
+	case SP_END_NO_CFI:
+		return "build with unwind tables (-fasynchronous-unwind-tables) or frame pointers "
+		       "(-fno-omit-frame-pointer)";
+	case SP_END_BAD_FP:
+		return "build the code without unwind tables with frame pointers "
+		       "(-fno-omit-frame-pointer), or give it unwind tables (-fasynchronous-unwind-tables)";
+	case SP_END_JIT_NO_MAP:
+		return "have the JIT keep frame pointers in its code and describe the code in a perf map "
+		       "(/tmp/perf-PID.map) or a jitdump (jit-PID.dump)";
+	case SP_END_MAX_DEPTH:
+		return full ? "raise sp-unwind --max-depth and sp-capture --stack-size (at most 65528) "
+			      "both: the copy ended before the stack did too" :
+			      "raise sp-unwind --max-depth";
+	case SP_END_NO_USER_STACK:
+		return "the thread ran kernel code only, or the stack copy failed: check error_stats";
+	default:
+		return "check the binaries and their unwind tables";
+	}
+}
+
 void sp_finding_incomplete(struct sp_finding *f, uint64_t complete, uint64_t user,
 			   const char *main_reason, const char *fix)
 {

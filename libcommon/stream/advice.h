@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "stream/vocab.h"
+
 struct sp_finding {
 	char what[512];	/* the problem, with its counts and fraction */
 	char fix[1024];	/* the exact change */
@@ -47,7 +49,19 @@ void sp_finding_lost(struct sp_finding *f, uint64_t lost, uint64_t samples, uint
 void sp_finding_missing_modules(struct sp_finding *f, uint64_t missing, uint64_t all,
 				const char *archive);
 
-/* User stacks that did not reach their thread's entry (complete of user). */
+/*
+ * The fix for stacks that ended for reason e in native code: archive as
+ * for sp_finding_missing_modules; full when the stacks that hit
+ * --max-depth had filled their copy too (the unwind record's
+ * max_depth_full).  The string lives until the next call.
+ */
+const char *sp_end_remedy(enum sp_unwind_end e, const char *archive, bool full);
+
+/*
+ * User stacks that did not reach their thread's entry (complete of
+ * user), most for main_reason (sp_unwind_end_description of the
+ * reason), and the fix: sp_end_remedy's, or a runtime's own.
+ */
 void sp_finding_incomplete(struct sp_finding *f, uint64_t complete, uint64_t user,
 			   const char *main_reason, const char *fix);
 
