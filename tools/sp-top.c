@@ -1026,14 +1026,14 @@ static int top_run(const struct top_options *o)
 			o->pids || o->command ? ": see sp-capture's messages above" : "");
 		status = SP_EXIT_PARTIAL;
 	}
-	if (!joinable)
-		return status;	/* the thread still reads: leave its memory be */
 	report_release(&rp);
 	sp_top_release(&t);
 	window_release(&w);
+	sp_buf_release(&errs);
+	if (!joinable)
+		return status;	/* the thread still reads: leave what it uses be */
 	sp_fold_free(fd->f);
 	sp_reader_free(fd->r);
-	sp_buf_release(&errs);
 	close(fd->fd);
 	close(fd->wake[0]);
 	close(fd->wake[1]);
