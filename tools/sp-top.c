@@ -223,7 +223,11 @@ static void start_pipeline(struct pipeline *p, const struct top_options *o, bool
 	if (pipe2(a, O_CLOEXEC) < 0 || pipe2(b, O_CLOEXEC) < 0 || pipe2(c, O_CLOEXEC) < 0 ||
 	    (screen && pipe2(e, O_CLOEXEC) < 0))
 		sp_die(SP_EXIT_FATAL, "cannot make a pipe: %s", strerror(errno));
-	char *cap[64];
+	/* sp-capture -q [-F HZ] -p PIDS, or -- COMMAND ARGS. */
+	size_t k = 0;
+	while (o->command && o->command[k])
+		k++;
+	char **cap = sp_xcalloc(k + 8, sizeof(*cap));
 	size_t n = 0;
 	cap[n++] = (char *)tool_path(stage_name[0]);
 	cap[n++] = "-q";
@@ -234,25 +238,16 @@ static void start_pipeline(struct pipeline *p, const struct top_options *o, bool
 	if (o->pids) {
 		cap[n++] = "-p";
 		cap[n++] = (char *)o->pids;
-		cap[n] = NULL;
 	} else {
 		cap[n++] = "--";
-		size_t k = 0;
-		while (o->command[k])
-			k++;
-		char **v = sp_xcalloc(n + k + 1, sizeof(*v));
-		memcpy(v, cap, n * sizeof(*v));
-		memcpy(v + n, o->command, k * sizeof(*v));
-		p->pid[0] = -1;
-		/* A launched command must not read the screen's keys. */
-		int null = screen ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
-		p->pid[0] = start_stage(v, null, a[1], e[1]);
-		if (null >= 0)
-			close(null);
-		free(v);
+		memcpy(cap + n, o->command, k * sizeof(*cap));
 	}
-	if (o->pids)
-		p->pid[0] = start_stage(cap, -1, a[1], e[1]);
+	/* A launched command must not read the screen's keys. */
+	int null = screen ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
+	p->pid[0] = start_stage(cap, null, a[1], e[1]);
+	if (null >= 0)
+		close(null);
+	free(cap);
 	char *unw[] = { (char *)tool_path(stage_name[1]), NULL };
 	char *sym[] = { (char *)tool_path(stage_name[2]), NULL };
 	p->pid[1] = start_stage(unw, a[0], b[1], e[1]);
