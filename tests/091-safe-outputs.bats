@@ -126,6 +126,9 @@ streams() {
 	kill -INT "$C"
 	wait "$C"
 	C=
+	kill -KILL "$P"
+	wait "$P" 2>/dev/null || true
+	P=
 	[ "$(summary "$D/rec.sps" samples)" -gt 0 ]
 	only_files rec.sps rec.sps.old rec.sps.copy err
 	# A recording into a new file leaves no .old.
