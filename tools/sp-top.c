@@ -77,6 +77,8 @@ struct feed {
 	char why[600];		/* and why, when not well */
 	bool unwound;		/* a segment was unwound only: names by module */
 	bool follow;		/* a file still being written */
+	bool screen;		/* notes go to the screen, not to stderr */
+	char note[256];		/* the reader's last note, for the screen */
 	volatile int stop;	/* follow mode: stop waiting */
 	int wake[2];		/* the thread writes a byte here at its end */
 };
@@ -779,6 +781,22 @@ static void read_messages(struct screen *sc, int fd)
 	}
 }
 
+/*
+ * What the reader of a followed file says (it waits for the file, or
+ * starts over on a new one): on the screen's note line, or on stderr.
+ */
+static void follow_note(void *arg, const char *msg)
+{
+	struct feed *fd = arg;
+	if (!fd->screen) {
+		sp_warn("%s", msg);
+		return;
+	}
+	pthread_mutex_lock(&fd->lock);
+	snprintf(fd->note, sizeof(fd->note), "%s", msg);
+	pthread_mutex_unlock(&fd->lock);
+}
+
 /* The input: a file, standard input, or the pipeline's output. */
 static int open_feed(struct feed *fd, const struct top_options *o, struct pipeline *p,
 		     bool screen)
@@ -790,6 +808,10 @@ static int open_feed(struct feed *fd, const struct top_options *o, struct pipeli
 		start_pipeline(p, o, screen);
 		fd->fd = p->out;
 		fd->name = "sp-symbolize's output";
+	} else if (o->follow) {
+		/* The reader opens the file, waits for it, and ends at its summary. */
+		fd->fd = -1;
+		fd->name = o->input;
 	} else {
 		fd->fd = sp_open_input(o->input);
 		fd->name = o->input ? o->input : "-";
@@ -797,13 +819,13 @@ static int open_feed(struct feed *fd, const struct top_options *o, struct pipeli
 	if (pipe2(fd->wake, O_CLOEXEC) < 0)
 		sp_die(SP_EXIT_FATAL, "cannot make a pipe: %s", strerror(errno));
 	struct sp_fold_options fo = { .format = SP_FOLD_FOLDED, .to = INFINITY };
-	fd->r = sp_reader_new(fd->fd, fd->name);
+	fd->screen = screen;
+	fd->follow = o->follow;
+	fd->r = fd->fd < 0 ? sp_reader_follow(o->input, &fd->stop, follow_note, fd)
+			   : sp_reader_new(fd->fd, fd->name);
 	fd->f = sp_fold_new(&fo);
 	if (!fd->r || !fd->f)
 		sp_die(SP_EXIT_FATAL, "out of memory");
-	if (o->follow)
-		sp_reader_set_follow(fd->r, &fd->stop, 100);
-	fd->follow = o->follow;
 	return 0;
 }
 
@@ -915,6 +937,12 @@ static int run_screen(struct feed *fd, const struct top_options *o, struct view_
 			if (sc.quit)
 				break;
 		}
+		pthread_mutex_lock(&fd->lock);
+		if (fd->note[0]) {
+			snprintf(sc.note, sizeof(sc.note), "%s", fd->note);
+			fd->note[0] = '\0';
+		}
+		pthread_mutex_unlock(&fd->lock);
 		if (!ended && feed_ended(fd)) {
 			ended = true;
 			pthread_mutex_lock(&fd->lock);
@@ -1029,7 +1057,8 @@ static int top_run(const struct top_options *o)
 		return status;	/* the thread still reads: leave what it uses be */
 	sp_fold_free(fd->f);
 	sp_reader_free(fd->r);
-	close(fd->fd);
+	if (fd->fd >= 0)
+		close(fd->fd);
 	close(fd->wake[0]);
 	close(fd->wake[1]);
 	free(fd);
