@@ -130,8 +130,11 @@ static void lookup(struct sp_elfsym *e, uint64_t addr)
 	const struct sp_symres *r = sp_elfsym_lookup(e, addr);
 	check(r != NULL);
 	check(!r->origin || strcmp(r->origin, "symtab") == 0 ||
-	      strcmp(r->origin, "dynsym") == 0 || strcmp(r->origin, "debuginfo") == 0);
+	      strcmp(r->origin, "dynsym") == 0 || strcmp(r->origin, "debuginfo") == 0 ||
+	      strcmp(r->origin, "gopclntab") == 0 || strcmp(r->origin, "function-start") == 0);
 	check(!r->name || r->origin);
+	/* A function start stands in for a name, never beside one. */
+	check(!r->has_start || (!r->name && strcmp(r->origin, "function-start") == 0));
 	touch(r->name);
 	touch(r->file);
 	check((r->ninl == 0) || r->inl != NULL);
