@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stream/advice.h"
 #include "stream/header.h"
 #include "capture/recorder.h"
 #include "stream/stream.h"
@@ -619,29 +620,29 @@ static void status_line(struct sp_recorder *r, double elapsed, bool final)
 /*
  * After the recording: no sample is an unusable result (SP_EXIT_FATAL
  * unless --allow-empty); more than 5% of events lost is one warning.
+ * The words are sp-stat's (stream/advice.h), so the warning and the
+ * diagnosis read alike.
  */
-static int check_samples(const struct cli *c, struct sp_recorder *r)
+static int check_samples(const struct cli *c, struct sp_recorder *r, double seconds)
 {
 	struct sp_recorder_stats s;
+	struct sp_finding f;
 	sp_recorder_get_stats(r, &s);
-	uint64_t all = s.samples + s.lost;
-	if (s.samples == 0 && s.lost) {
-		sp_warn("no sample was kept: all %llu were lost because the ring buffers filled; "
-			"lower -F or raise --mmap-pages, or give --allow-empty",
-			(unsigned long long)s.lost);
-	} else if (s.samples == 0) {
-		sp_warn("no sample was taken: nothing recorded ran on a CPU (a target that only "
-			"slept or waited, or a launched wrapper whose work runs elsewhere); record "
-			"while the target is busy, give -p the busy process, or give --allow-empty");
-	} else {
-		if (s.lost * 20 > all)
-			sp_warn("warning: %.1f%% of samples were lost (%llu of %llu): the ring buffers "
-				"filled; lower -F or raise --mmap-pages",
-				100.0 * (double)s.lost / (double)all, (unsigned long long)s.lost,
-				(unsigned long long)all);
-		return SP_EXIT_OK;
+	if (s.samples == 0 && s.lost)
+		sp_finding_all_lost(&f, s.lost, c->o.frequency, c->o.stack_size, c->o.mmap_pages);
+	else if (s.samples == 0)
+		sp_finding_no_samples(&f, c->command ? SP_TARGET_LAUNCHED : SP_TARGET_ATTACHED,
+				      seconds);
+	if (s.samples == 0) {
+		sp_warn("%s; %s (or give --allow-empty)", f.what, f.fix);
+		return c->allow_empty ? SP_EXIT_OK : SP_EXIT_FATAL;
 	}
-	return c->allow_empty ? SP_EXIT_OK : SP_EXIT_FATAL;
+	if (100.0 * (double)s.lost / (double)(s.lost + s.samples) > SP_DEGRADED_PCT) {
+		sp_finding_lost(&f, s.lost, s.samples, c->o.frequency, (uint64_t)c->o.poll_ms,
+				c->o.mmap_pages);
+		sp_warn("warning: %s; %s", f.what, f.fix);
+	}
+	return SP_EXIT_OK;
 }
 
 /*
@@ -815,7 +816,7 @@ int main(int argc, char **argv)
 	if (c.kallsyms_out && save_kallsyms(c.kallsyms_out) < 0 && status == SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
 	if (status == SP_EXIT_OK)
-		status = check_samples(&c, r);
+		status = check_samples(&c, r, mono_s() - t0);
 	sp_recorder_free(r);
 	if (sp_writer_close(w) < 0 && status == SP_EXIT_OK)
 		status = sp_write_failed(errno);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stream/advice.h"
 #include "stream/header.h"
 #include "stream/records.h"
 #include "stream/stream.h"
@@ -167,10 +168,10 @@ static int check_names(struct sp_symbolizer *sym, bool allow_empty)
 		status = allow_empty ? SP_EXIT_OK : SP_EXIT_PARTIAL;
 	} else if (jit_frames && jit_unnamed == jit_frames && !st.perf_maps.loaded &&
 		   !st.perf_maps.refused) {
-		sp_warn("%llu of %llu JIT frames (100%%) have no name: no perf map "
-			"(/tmp/perf-PID.map) was found; keep it in place until sp-symbolize "
-			"has run, or record with sp-capture --archive DIR",
-			(unsigned long long)jit_unnamed, (unsigned long long)jit_frames);
+		/* sp-stat's words (stream/advice.h): the warning and the diagnosis read alike. */
+		struct sp_finding f;
+		sp_finding_perf_map_moved(&f, jit_unnamed, jit_frames, "the", NULL);
+		sp_warn("warning: %s; %s", f.what, f.fix);
 	}
 	jit_frames = jit_unnamed = 0;
 	return status;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "stream/advice.h"
 #include "stream/header.h"
 #include "stream/records.h"
 #include "stream/stream.h"
@@ -336,30 +337,19 @@ static enum sp_unwind_end worst_end(const struct state *st)
  */
 static int check_stacks(const struct state *st, bool allow_empty)
 {
-	static const char fix_missing[] = "unwind on the host that recorded, or give "
-		"--archive DIR (from sp-capture --archive), --root DIR or --module-dir DIR";
 	uint64_t n = st->user_samples;
 	uint64_t cut = n - st->ends[SP_END_COMPLETE] - st->ends[SP_END_MAX_DEPTH];
-	uint64_t missing = st->ends[SP_END_MISSING_MODULE];
-	if (!n || cut * 20 <= n)
+	if (!n || 100.0 * (double)cut / (double)n <= SP_DEGRADED_PCT)
 		return SP_EXIT_OK;
+	/* sp-stat's words (stream/advice.h): the warning and the diagnosis read alike. */
 	enum sp_unwind_end worst = worst_end(st);
-	if (cut == n && missing == n)
-		sp_warn("no stack is complete: every one (%llu) ends at a module whose file was "
-			"not found; %s", (unsigned long long)n, fix_missing);
-	else if (cut == n)
-		sp_warn("no stack is complete (%llu); most end as %s: %s",
-			(unsigned long long)n, sp_unwind_end_name(worst),
-			sp_unwind_end_description(worst));
-	else if (missing * 20 > n)
-		sp_warn("warning: %.1f%% of stacks (%llu of %llu) end at a module whose file was "
-			"not found; %s", 100.0 * (double)missing / (double)n,
-			(unsigned long long)missing, (unsigned long long)n, fix_missing);
+	struct sp_finding f;
+	sp_finding_incomplete(&f, n - cut, n, sp_unwind_end_description(worst),
+			      sp_end_remedy(worst, NULL, false));
+	if (cut == n)
+		sp_warn("no stack is complete: %s; %s (or give --allow-empty)", f.what, f.fix);
 	else
-		sp_warn("warning: %.1f%% of stacks (%llu of %llu) are incomplete; most end as "
-			"%s: %s", 100.0 * (double)cut / (double)n, (unsigned long long)cut,
-			(unsigned long long)n, sp_unwind_end_name(worst),
-			sp_unwind_end_description(worst));
+		sp_warn("warning: %s; %s", f.what, f.fix);
 	return cut == n && !allow_empty ? SP_EXIT_PARTIAL : SP_EXIT_OK;
 }
 
