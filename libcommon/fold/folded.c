@@ -185,8 +185,9 @@ static int write_per_thread(struct sp_fold *f)
 /* The view the exporters read, stack frame pointers fixed up; threads to be freed. */
 static int make_view(struct sp_fold *f, struct sp_fold_view *v)
 {
+	/* Every stack may be empty, and no frame stored yet: no arena to point into. */
 	for (size_t k = 0; k < f->nstacks; k++)
-		f->stacks[k].frames = f->arena + f->stack_off[k];
+		f->stacks[k].frames = f->arena ? f->arena + f->stack_off[k] : NULL;
 	struct sp_fold_thread *tv = calloc(f->nthreads ? f->nthreads : 1, sizeof(*tv));
 	if (!tv)
 		return fold_nomem(f);
