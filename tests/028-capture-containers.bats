@@ -148,7 +148,7 @@ deep_ratio() {
 }
 
 @test "a container whose files cannot be read: one line naming the cause and the fix" {
-	box_deep 3 "-o mode=0700"
+	box_deep 20 "-o mode=0700"
 	D=$(shared_tmpdir)
 	# Privileged enough to sample it, but not to look into its root's directories.
 	run -0 setpriv --reuid=65534 --regid=65534 --clear-groups \
