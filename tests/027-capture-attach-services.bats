@@ -250,14 +250,18 @@ detach_run() {
 	rm -f "$S"
 	start "$WORKLOADS/spin" -t 2 20
 	if [ "$1" = duration ]; then
-		sp-capture -q -o "$S" -p "$P" --duration 1 --kallsyms-out "$ks" &
+		sp-capture -q -o "$S" -p "$P" --duration 3 --kallsyms-out "$ks" &
 		c=$!
 	else
 		sp-capture -q -o "$S" -p "$P" --kallsyms-out "$ks" &
 		c=$!
 	fi
-	sleep 0.5
-	held=$(perf_fds "$c")
+	# Attached once it holds perf events: a busy machine may take a while.
+	for _ in $(seq 200); do
+		held=$(perf_fds "$c")
+		[ "$held" -gt 0 ] && break
+		sleep 0.05
+	done
 	[ "$held" -gt 0 ]
 	[ "$1" = duration ] || kill -"$1" "$c"
 	for _ in $(seq 200); do
