@@ -148,21 +148,23 @@ PY
 	grep -qE '^ +one_inner$' <<< "$output"
 }
 
+# section_offset FILE NAME: the file offset of section NAME, in hex.
+section_offset() {
+	local -
+	set -o pipefail
+	readelf -SW "$1" | sed 's/\[ */[/' | awk -v n="$2" '$2 == n { print $5; found = 1 } END { exit !found }'
+}
+
 # corrupt_hdr IN OUT HOW: IN with its .eh_frame_hdr table broken: "unsorted"
 # swaps its first two entries, "count" claims more entries than it holds.
 corrupt_hdr() {
-	python3 - "$@" <<'PY'
-import struct, subprocess, sys
-src, dst, how = sys.argv[1:4]
+	local off
+	off=$(section_offset "$1" .eh_frame_hdr)
+	python3 - "$@" "$off" <<'PY'
+import struct, sys
+src, dst, how, off = sys.argv[1:5]
+off = int(off, 16)
 data = bytearray(open(src, "rb").read())
-out = subprocess.run(["readelf", "-SW", src], capture_output=True, text=True).stdout
-for line in out.splitlines():
-    f = line.replace("[ ", "[").split()
-    if len(f) > 5 and f[1] == ".eh_frame_hdr":
-        off = int(f[4], 16)
-        break
-else:
-    sys.exit("no .eh_frame_hdr")
 assert data[off] == 1 and data[off + 2] == 0x03 and data[off + 3] == 0x3b
 count = struct.unpack_from("<I", data, off + 8)[0]
 table = off + 12
@@ -308,18 +310,13 @@ PY
 # function table broken: "unsorted" swaps the entries of two functions,
 # "count" claims far more functions than the table holds.
 corrupt_gopclntab() {
-	python3 - "$@" <<'PY'
-import struct, subprocess, sys
-src, dst, how = sys.argv[1:4]
+	local off
+	off=$(section_offset "$1" .gopclntab)
+	python3 - "$@" "$off" <<'PY'
+import struct, sys
+src, dst, how, off = sys.argv[1:5]
+off = int(off, 16)
 data = bytearray(open(src, "rb").read())
-out = subprocess.run(["readelf", "-SW", src], capture_output=True, text=True).stdout
-for line in out.splitlines():
-    f = line.replace("[ ", "[").split()
-    if len(f) > 5 and f[1] == ".gopclntab":
-        off = int(f[4], 16)
-        break
-else:
-    sys.exit("no .gopclntab")
 magic = struct.unpack_from("<I", data, off)[0]
 assert magic in (0xfffffff0, 0xfffffff1) and data[off + 7] == 8, hex(magic)
 nfunc = struct.unpack_from("<Q", data, off + 8)[0]

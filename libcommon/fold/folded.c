@@ -182,32 +182,6 @@ static int write_per_thread(struct sp_fold *f)
 	return 0;
 }
 
-/* The view the exporters read, stack frame pointers fixed up; threads to be freed. */
-static int make_view(struct sp_fold *f, struct sp_fold_view *v)
-{
-	/* Every stack may be empty, and no frame stored yet: no arena to point into. */
-	for (size_t k = 0; k < f->nstacks; k++)
-		f->stacks[k].frames = f->arena ? f->arena + f->stack_off[k] : NULL;
-	struct sp_fold_thread *tv = calloc(f->nthreads ? f->nthreads : 1, sizeof(*tv));
-	if (!tv)
-		return fold_nomem(f);
-	for (size_t i = 0; i < f->nthreads; i++) {
-		const struct fold_thread *t = &f->threads[i];
-		tv[i] = (struct sp_fold_thread){ t->pid, t->tid, t->comm, t->thread_comm, t->seq, t->nseq };
-	}
-	*v = (struct sp_fold_view){
-		.frames = f->frames, .nframes = f->nframes,
-		.stacks = f->stacks, .nstacks = f->nstacks,
-		.threads = tv, .nthreads = f->nthreads,
-		.counts = f->counts, .ncounts = f->ncounts,
-		.start_ns = f->first_ns, .end_ns = f->last_ns,
-		.wall_start_ns = f->wall_start,
-		.sample_period_ns = f->period_n ? f->period_sum / f->period_n : 0,
-		.weight_period = f->o.period,
-	};
-	return 0;
-}
-
 int sp_fold_write(struct sp_fold *f, FILE *out)
 {
 	if (f->o.per_thread_dir && write_per_thread(f) < 0)
@@ -215,7 +189,7 @@ int sp_fold_write(struct sp_fold *f, FILE *out)
 	if (f->o.format == SP_FOLD_FOLDED)
 		return write_folded(f, out, NULL);
 	struct sp_fold_view v;
-	if (make_view(f, &v) < 0)
+	if (sp_fold_view_get(f, &v) < 0)
 		return -1;
 	int rc = f->o.format == SP_FOLD_PPROF ? sp_fold_write_pprof(&v, out, &f->err)
 					      : sp_fold_write_speedscope(&v, out, &f->err);

@@ -15,6 +15,7 @@
 #include "sym/symtab.h"
 #include "unwind/ehhdr.h"
 #include "util/alloc.h"
+#include "util/buildid.h"
 #include "util/hashmap.h"
 #include "util/modfile.h"
 #include "util/search.h"
@@ -97,22 +98,6 @@ static bool elf_has_section(Elf *elf, GElf_Word type, const char *name)
 	return false;
 }
 
-/* A section of elf by name, with its header; NULL when there is none. */
-static Elf_Scn *section_named(Elf *elf, const char *name, GElf_Shdr *sh)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) &&
-		    strcmp(n, name) == 0)
-			return scn;
-	}
-	return NULL;
-}
-
 /*
  * Names the PLT entries of an x86_64 module NAME@plt, as perf and gdb
  * do: no symbol covers them, and a call through one is a frame of its own
@@ -128,13 +113,13 @@ static void add_plt_symbols(struct sp_elfsym *e, Elf *elf)
 	GElf_Shdr rsh, psh, dsh;
 	Elf_Scn *rela, *dyn;
 	if (!elf || !gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 ||
-	    !(rela = section_named(elf, ".rela.plt", &rsh)) || rsh.sh_type != SHT_RELA ||
+	    !(rela = sp_elf_section(elf, ".rela.plt", &rsh)) || rsh.sh_type != SHT_RELA ||
 	    !(dyn = elf_getscn(elf, rsh.sh_link)) || !gelf_getshdr(dyn, &dsh))
 		return;
 	uint64_t first;
-	if (section_named(elf, ".plt.sec", &psh))
+	if (sp_elf_section(elf, ".plt.sec", &psh))
 		first = psh.sh_addr;
-	else if (section_named(elf, ".plt", &psh))
+	else if (sp_elf_section(elf, ".plt", &psh))
 		first = psh.sh_addr + 16;
 	else
 		return;
@@ -214,8 +199,8 @@ static void build_symtab(struct sp_elfsym *e)
 static void open_function_starts(struct sp_elfsym *e, Elf *elf)
 {
 	GElf_Shdr hsh, fsh;
-	Elf_Scn *hdr = section_named(elf, ".eh_frame_hdr", &hsh);
-	Elf_Scn *frame = section_named(elf, ".eh_frame", &fsh);
+	Elf_Scn *hdr = sp_elf_section(elf, ".eh_frame_hdr", &hsh);
+	Elf_Scn *frame = sp_elf_section(elf, ".eh_frame", &fsh);
 	if (!frame || fsh.sh_type == SHT_NOBITS || !hdr || hsh.sh_type == SHT_NOBITS)
 		return;
 	Elf_Data *d = elf_getdata(hdr, NULL);

@@ -16,6 +16,7 @@
 
 #include "unwind/gopclntab.h"
 #include "util/alloc.h"
+#include "util/buildid.h"
 #include "util/search.h"
 
 enum layout { L12 = 12, L116 = 116, L118 = 118, L120 = 120 };
@@ -378,22 +379,6 @@ bad:
 	return NULL;
 }
 
-/* A section's bytes by name; NULL when there is none or it is empty. */
-static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
-{
-	size_t shstrndx;
-	Elf_Scn *scn = NULL;
-	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *n;
-		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) &&
-		    strcmp(n, name) == 0)
-			return scn;
-	}
-	return NULL;
-}
-
 /*
  * Every allocated section with bytes in the file, as an image region;
  * not code, where nothing the table points to lies (and whose bytes a
@@ -437,7 +422,7 @@ static struct sp_goregion *elf_regions(Elf *elf, size_t *n)
 static int go_minor(Elf *elf, const struct sp_goregion *r, size_t n)
 {
 	GElf_Shdr sh;
-	Elf_Scn *scn = find_section(elf, ".go.buildinfo", &sh);
+	Elf_Scn *scn = sp_elf_section(elf, ".go.buildinfo", &sh);
 	Elf_Data *d = scn ? elf_rawdata(scn, NULL) : NULL;
 	if (!d || d->d_size < 32 || memcmp(d->d_buf, "\xff Go buildinf:", 14) != 0)
 		return 0;
@@ -491,9 +476,9 @@ static const unsigned char *find_table(Elf *elf, const struct sp_goregion *r, si
 				       uint64_t *vaddr, size_t *len)
 {
 	GElf_Shdr sh;
-	Elf_Scn *scn = find_section(elf, ".gopclntab", &sh);
+	Elf_Scn *scn = sp_elf_section(elf, ".gopclntab", &sh);
 	if (!scn)	/* where a position-independent build keeps it */
-		scn = find_section(elf, ".data.rel.ro.gopclntab", &sh);
+		scn = sp_elf_section(elf, ".data.rel.ro.gopclntab", &sh);
 	if (scn) {
 		Elf_Data *d = sh.sh_type != SHT_NOBITS ? elf_rawdata(scn, NULL) : NULL;
 		*vaddr = sh.sh_addr;
@@ -532,7 +517,7 @@ struct sp_gopclntab *sp_gopclntab_open(Elf *elf, const char **why)
 		return NULL;
 	}
 	img.regions = r;
-	if (find_section(elf, ".text", &tsh))
+	if (sp_elf_section(elf, ".text", &tsh))
 		img.text = tsh.sh_addr;
 	img.go_minor = go_minor(elf, r, img.nregions);
 	struct sp_gopclntab *t = sp_gopclntab_from_bytes(p, len, vaddr, &img, why);

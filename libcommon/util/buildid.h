@@ -1,8 +1,9 @@
-/* Reading the GNU build-id note of an ELF file.  The util layer. */
+/* Reading the GNU build-id note of an ELF file, and finding its sections.  The util layer. */
 #ifndef SP_BUILDID_H
 #define SP_BUILDID_H
 
 #include <stddef.h>
+#include <gelf.h>
 
 /* The longest build-id kept (SHA-1 is 20 bytes; a few linkers use more). */
 #define SP_BUILD_ID_MAX 64
@@ -23,5 +24,11 @@ int sp_build_id_mem(void *image, size_t size, unsigned char *id);
 
 /* The same for a path; -1 also when the file cannot be opened. */
 int sp_build_id_path(const char *path, unsigned char *id);
+
+/*
+ * The section of elf named name, its header in *sh; NULL when the file
+ * has none (or no section headers).
+ */
+Elf_Scn *sp_elf_section(Elf *elf, const char *name, GElf_Shdr *sh);
 
 #endif
