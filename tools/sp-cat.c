@@ -41,14 +41,6 @@ static void usage(void)
 	       sp_progname, sp_progname, SP_DEFAULT_MAX_RECORD);
 }
 
-static volatile int interrupted;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
 struct options {
 	bool from_json, follow, perf_script;
 	const char *output;
@@ -230,12 +222,6 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 	}
 }
 
-static void follow_note(void *arg, const char *msg)
-{
-	(void)arg;
-	sp_warn("%s", msg);
-}
-
 /* The input is idle: what was shown so far leaves now. */
 static void flush_out(void *out)
 {
@@ -248,7 +234,7 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 	const char *name = path ? path : "-";
 	bool follow = o->follow && strcmp(name, "-") != 0;
 	int fd = follow ? -1 : sp_open_input(path);
-	struct sp_reader *r = follow ? sp_reader_follow(name, &interrupted, follow_note, NULL)
+	struct sp_reader *r = follow ? sp_reader_follow(name, &sp_interrupted, sp_note_warn, NULL)
 				     : sp_reader_new(fd, name);
 	if (!r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
@@ -448,7 +434,7 @@ int main(int argc, char **argv)
 	if (o.from_json && (o.types || o.follow))
 		sp_usage_error("--type and --follow apply to showing a stream, not to --from-json");
 	if (o.follow) {
-		struct sigaction sa = { .sa_handler = on_signal };
+		struct sigaction sa = { .sa_handler = sp_on_signal };
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 	}

@@ -132,20 +132,6 @@ static bool filtered_out(const struct sp_fold_options *o, uint64_t samples)
 	return true;
 }
 
-static volatile int interrupted;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
-static void follow_note(void *arg, const char *msg)
-{
-	(void)arg;
-	sp_warn("%s", msg);
-}
-
 /* --follow: the input is idle, so the lines of the samples since the last time leave. */
 struct follow_out {
 	struct sp_fold *f;
@@ -286,14 +272,14 @@ int main(int argc, char **argv)
 	int infd = follow_file ? -1 : sp_open_input(input);
 	int outfd = sp_open_output(output, o.format == SP_FOLD_PPROF);
 	FILE *out = sp_output_file(outfd);
-	struct sp_reader *r = follow_file ? sp_reader_follow(input, &interrupted, follow_note, NULL)
+	struct sp_reader *r = follow_file ? sp_reader_follow(input, &sp_interrupted, sp_note_warn, NULL)
 					  : sp_reader_new(infd, input ? input : "-");
 	struct sp_fold *f = sp_fold_new(&o);
 	if (!out || !r || !f)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	struct follow_out fo = { f, out };
 	if (follow) {
-		struct sigaction sa = { .sa_handler = on_signal };
+		struct sigaction sa = { .sa_handler = sp_on_signal };
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		sp_reader_set_idle(r, write_new, &fo);

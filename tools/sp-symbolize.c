@@ -59,12 +59,6 @@ static void usage(void)
 	       SP_DEFAULT_MAX_RECORD);
 }
 
-static void warn_cb(void *arg, const char *msg)
-{
-	(void)arg;
-	sp_warn("%s", msg);
-}
-
 /* The frame record of a frame seen for the first time. */
 static void write_frame(struct sp_writer *w, uint64_t id, const struct sp_stack_frame *f,
 			const struct sp_symframe *sf)
@@ -202,20 +196,6 @@ static _Noreturn void search_failed(const struct sp_sym_search *s)
 	sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&s->err));
 }
 
-static volatile int interrupted;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
-static void follow_note(void *arg, const char *msg)
-{
-	(void)arg;
-	sp_warn("%s", msg);
-}
-
 /* The input is idle: what was named so far leaves now (a write error stays on w). */
 static void flush_out(void *w)
 {
@@ -260,7 +240,7 @@ int main(int argc, char **argv)
 		       search.kallsyms, strerror(errno));
 
 	struct sp_error err = { 0 };
-	struct sp_symbolizer *sym = sp_symbolizer_new(&search, warn_cb, NULL, &err);
+	struct sp_symbolizer *sym = sp_symbolizer_new(&search, sp_note_warn, NULL, &err);
 	if (!sym)
 		sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&err));
 	/* Following a file opens it when it appears; a pipe needs no following. */
@@ -269,14 +249,14 @@ int main(int argc, char **argv)
 	int infd = follow ? -1 : sp_open_input(input);
 	int outfd = sp_open_output(output, true);
 	struct sp_writer *w = sp_writer_new(outfd, output ? output : "-");
-	struct sp_reader *r = follow ? sp_reader_follow(input, &interrupted, follow_note, NULL)
+	struct sp_reader *r = follow ? sp_reader_follow(input, &sp_interrupted, sp_note_warn, NULL)
 				     : sp_reader_new(infd, input ? input : "-");
 	if (!w || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
 	sp_reader_set_idle(r, flush_out, w);
 	if (follow) {
-		struct sigaction sa = { .sa_handler = on_signal };
+		struct sigaction sa = { .sa_handler = sp_on_signal };
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 	}

@@ -31,14 +31,6 @@
 #define DEFAULT_MAX_DEPTH 512
 #define MAX_KERNEL_FRAMES 512
 
-static volatile int interrupted;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	interrupted = 1;
-}
-
 static void usage(void)
 {
 	printf("Usage: %s [options] [FILE]\n"
@@ -379,12 +371,6 @@ static void write_summary(struct state *st, const msgpack_object *m)
 }
 
 
-static void follow_note(void *arg, const char *msg)
-{
-	(void)arg;
-	sp_warn("%s", msg);
-}
-
 /* The input is idle: what was unwound so far leaves now (a write error stays on w). */
 static void flush_out(void *w)
 {
@@ -477,14 +463,14 @@ int main(int argc, char **argv)
 	st.kernel.out_id = UINT64_MAX;
 	st.uframes = sp_xmalloc((max_depth + 1) * sizeof(*st.uframes));
 	st.frames = sp_xmalloc((max_depth + MAX_KERNEL_FRAMES + 2) * sizeof(*st.frames));
-	struct sp_reader *r = follow ? sp_reader_follow(input, &interrupted, follow_note, NULL)
+	struct sp_reader *r = follow ? sp_reader_follow(input, &sp_interrupted, sp_note_warn, NULL)
 				     : sp_reader_new(infd, input ? input : "-");
 	if (!st.w || !st.as || !st.u || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
 	sp_reader_set_idle(r, flush_out, st.w);
 	if (follow) {
-		struct sigaction sa = { .sa_handler = on_signal };
+		struct sigaction sa = { .sa_handler = sp_on_signal };
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 	}

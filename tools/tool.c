@@ -594,3 +594,17 @@ const char *sp_single_input(int argc, char **argv, int optind)
 		sp_usage_error("give at most one input file");
 	return optind < argc ? argv[optind] : NULL;
 }
+
+volatile int sp_interrupted;
+
+void sp_on_signal(int sig)
+{
+	(void)sig;
+	sp_interrupted = 1;
+}
+
+void sp_note_warn(void *arg, const char *msg)
+{
+	(void)arg;
+	sp_warn("%s", msg);
+}

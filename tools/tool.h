@@ -145,4 +145,14 @@ struct sp_reader;
 int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
 			const char *done);
 
+/*
+ * Set by sp_on_signal(), the handler a tool installs for SIGINT and
+ * SIGTERM: stop at the next record and finish the output.
+ */
+extern volatile int sp_interrupted;
+void sp_on_signal(int sig);
+
+/* A note of the library (a warning callback) as one line on stderr. */
+void sp_note_warn(void *arg, const char *msg);
+
 #endif
