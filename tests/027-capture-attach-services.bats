@@ -256,6 +256,8 @@ detach_run() {
 		sp-capture -q -o "$S" -p "$P" --kallsyms-out "$ks" &
 		c=$!
 	fi
+	# Ended by the teardown if a check fails while it waits on the FIFO.
+	PIDS+=("$c")
 	# Attached once it holds perf events: a busy machine may take a while.
 	for _ in $(seq 200); do
 		held=$(perf_fds "$c")
