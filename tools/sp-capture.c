@@ -634,7 +634,7 @@ static int check_samples(const struct cli *c, struct sp_recorder *r, double seco
 		sp_finding_no_samples(&f, c->command ? SP_TARGET_LAUNCHED : SP_TARGET_ATTACHED,
 				      seconds);
 	if (s.samples == 0) {
-		sp_warn("%s; %s (or give --allow-empty)", f.what, f.fix);
+		sp_warn("%s; %s%s", f.what, f.fix, c->allow_empty ? "" : " (or give --allow-empty)");
 		return c->allow_empty ? SP_EXIT_OK : SP_EXIT_FATAL;
 	}
 	if (100.0 * (double)s.lost / (double)(s.lost + s.samples) > SP_DEGRADED_PCT) {

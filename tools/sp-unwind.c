@@ -339,7 +339,8 @@ static int check_stacks(const struct state *st, bool allow_empty)
 	sp_finding_incomplete(&f, n - cut, n, sp_unwind_end_description(worst),
 			      sp_end_remedy(worst, NULL, false));
 	if (cut == n)
-		sp_warn("no stack is complete: %s; %s (or give --allow-empty)", f.what, f.fix);
+		sp_warn("no stack is complete: %s; %s%s", f.what, f.fix,
+			allow_empty ? "" : " (or give --allow-empty)");
 	else
 		sp_warn("warning: %s; %s", f.what, f.fix);
 	return cut == n && !allow_empty ? SP_EXIT_PARTIAL : SP_EXIT_OK;
