@@ -37,8 +37,17 @@ build_id() {
 	# No stack is complete: exit 1 without --allow-empty (tests/092).
 	sp-unwind --allow-empty -o "$U" "$R"
 	[ "$(unwind_count "$U" build_id_mismatch)" -gt 0 ]
-	[ "$(unwind_count "$U" complete)" -eq 0 ]
 	[ "$(sp-cat -t unwind "$U" | jq .modules_mismatched)" -ge 1 ]
+	# No stack through the replaced module is complete.  A sample of
+	# ld.so's start-up, before the program's own code runs, never touches
+	# it and may be complete; such samples are few.
+	samples=$(summary "$R" samples)
+	[ "$(unwind_count "$U" complete)" -le $((samples / 20)) ]
+	mid=$(sp-cat -t module "$U" | jq --arg p "$W/spin" 'select(.path == $p) | .id')
+	[ -n "$mid" ]
+	sp-cat -t stack "$U" | jq -c --argjson m "$mid" \
+		'select(([.frames[] | .[3]] | index(8)) == null) | select([.frames[] | .[1]] | index($m) != null)' > "$BATS_TEST_TMPDIR/through"
+	[ ! -s "$BATS_TEST_TMPDIR/through" ]
 	# Each stack keeps the frames it has (the interrupted one, in the
 	# replaced module) and ends there with the marker.
 	sp-cat -t stack "$U" | jq -c '[.frames[] | .[3]] | select(index(8) != null) | length' | sort -u > "$BATS_TEST_TMPDIR/lens"
