@@ -32,7 +32,7 @@ PKG_ALL = $(eval PKG_ALL := $(shell pkg-config --cflags --libs $(PKGS)))$(PKG_AL
 PKG_CFLAGS = $(filter-out -l% -L% -Wl%,$(PKG_ALL))
 PKG_LIBS = $(filter -l% -L% -Wl%,$(PKG_ALL))
 
-SP_CFLAGS = -std=gnu11 -Wall -Wextra -Wshadow -Wno-sign-compare \
+SP_CFLAGS = -std=gnu11 -Iinclude -Wall -Wextra -Wshadow -Wno-sign-compare \
 	-Wno-missing-field-initializers -D_GNU_SOURCE \
 	-DSP_VERSION='"$(VERSION)"' -Ilibcommon -Itools -I$(BUILD)/gen $(PKG_CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -167,7 +167,7 @@ san:
 # libFuzzer harnesses over the library compiled once by clang.
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -D_GNU_SOURCE -DSP_VERSION='"$(VERSION)"' \
 	-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
-	-Ilibcommon -I$(BUILD)/gen $(PKG_CFLAGS)
+	-Iinclude -Ilibcommon -I$(BUILD)/gen $(PKG_CFLAGS)
 FUZZ_OBJ := $(LIB_SRC:%.c=$(BUILD)/fuzz/obj/%.o)
 
 $(BUILD)/fuzz/obj/%.o: %.c | $(EMBED_GEN)

@@ -39,18 +39,18 @@ defined_symbols() {
 @test "each tool links only the layers it uses" {
 	run -0 defined_symbols sp-cat
 	[[ $output == *sp_reader_next* ]]
-	[[ $output != *sp_unwinder_new* && $output != *sp_recorder* && $output != *sp_fold* && $output != *sp_elf* ]]
+	[[ $output != *sp_unwinder_new* && $output != *sp_capture* && $output != *sp_fold* && $output != *sp_elf* ]]
 	run -0 defined_symbols sp-stat
 	[[ $output == *sp_reader_next* ]]
-	[[ $output != *sp_unwinder_new* && $output != *sp_recorder* ]]
+	[[ $output != *sp_unwinder_new* && $output != *sp_capture* ]]
 	run -0 defined_symbols sp-capture
-	[[ $output == *sp_recorder_new* ]]
+	[[ $output == *sp_capture_new* ]]
 	[[ $output != *sp_unwinder_new* && $output != *sp_fold* ]]
 	run -0 defined_symbols sp-unwind
 	[[ $output == *sp_unwinder_new* ]]
-	[[ $output != *sp_recorder* && $output != *sp_fold* ]]
+	[[ $output != *sp_capture* && $output != *sp_fold* ]]
 	run -0 defined_symbols sp-fold
-	[[ $output != *sp_unwinder_new* && $output != *sp_recorder* ]]
+	[[ $output != *sp_unwinder_new* && $output != *sp_capture* ]]
 	# Only sp-unwind, which has it as its second engine, links libunwind.
 	for t in "$BIN"/sp-*; do
 		run -0 readelf -d "$t"

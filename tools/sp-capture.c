@@ -38,7 +38,7 @@ static void on_stop(int sig)
 /* A fatal signal while targets are stopped: continue them, then die. */
 static void on_fatal(int sig)
 {
-	sp_recorder_continue_targets();
+	sp_capture_continue_targets();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -96,7 +96,7 @@ static void usage(void)
 }
 
 struct cli {
-	struct sp_recorder_options o;
+	struct sp_capture_options o;
 	const char *output;
 	const char *archive;
 	const char *kallsyms_out;
@@ -143,7 +143,7 @@ static void parse_ids(pid_t **ids, size_t *n, size_t *alloc, const char *arg, co
 
 static uint64_t parse_frequency(const char *arg)
 {
-	uint64_t cap = sp_max_sample_rate(), v;
+	uint64_t cap = sp_kernel_max_sample_rate(), v;
 	if (strcmp(arg, "max") == 0) {
 		if (!cap)
 			sp_die(SP_EXIT_FATAL, "cannot read /proc/sys/kernel/perf_event_max_sample_rate");
@@ -308,7 +308,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 			c->o.frequency_arg = optarg;
 			break;
 		case MAX_RATE: {
-			uint64_t cap = sp_max_sample_rate();
+			uint64_t cap = sp_kernel_max_sample_rate();
 			if (!cap)
 				sp_die(SP_EXIT_FATAL, "cannot read /proc/sys/kernel/perf_event_max_sample_rate");
 			printf("%llu\n", (unsigned long long)cap);
@@ -486,7 +486,7 @@ static void find_by_name(struct cli *c)
 }
 
 /* -t: the threads, grouped by their process. */
-static int attach_tids(struct cli *c, struct sp_recorder *r)
+static int attach_tids(struct cli *c, struct sp_capture *r)
 {
 	pid_t *tg = sp_xmalloc(c->ntids * sizeof(*tg));
 	for (size_t i = 0; i < c->ntids; i++)
@@ -507,8 +507,8 @@ static int attach_tids(struct cli *c, struct sp_recorder *r)
 			first = first && j >= i;
 			group[n++] = c->tids[j];
 		}
-		if (first && sp_recorder_attach_threads(r, tg[i], group, n) < 0) {
-			sp_warn("%s", sp_recorder_error(r));
+		if (first && sp_capture_attach_threads(r, tg[i], group, n) < 0) {
+			sp_warn("%s", sp_capture_error(r));
 			rc = -1;
 		}
 	}
@@ -588,11 +588,11 @@ static const char *kallsyms_hider(void)
 }
 
 /* A recorder's error; a write error on the output is told as every tool tells it. */
-static void recorder_failed(struct sp_recorder *r, struct sp_writer *w, bool stopped)
+static void recorder_failed(struct sp_capture *r, struct sp_writer *w, bool stopped)
 {
 	const char *more = stopped ? "; recording stopped" : "";
 	if (!sp_writer_failed(w) || sp_writer_flush(w) == 0) {
-		sp_warn("%s%s", sp_recorder_error(r), more);
+		sp_warn("%s%s", sp_capture_error(r), more);
 		return;
 	}
 	sp_write_failed(errno);
@@ -607,10 +607,10 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void status_line(struct sp_recorder *r, double elapsed, bool final)
+static void status_line(struct sp_capture *r, double elapsed, bool final)
 {
-	struct sp_recorder_stats s;
-	sp_recorder_get_stats(r, &s);
+	struct sp_capture_stats s;
+	sp_capture_get_stats(r, &s);
 	fprintf(stderr, "\r%s: %6.1fs  %llu samples  %llu lost  %.0f/s  %.1f MB%s",
 		sp_progname, elapsed, (unsigned long long)s.samples,
 		(unsigned long long)s.lost, elapsed > 0 ? (double)s.samples / elapsed : 0.0,
@@ -623,11 +623,11 @@ static void status_line(struct sp_recorder *r, double elapsed, bool final)
  * The words are sp-stat's (stream/advice.h), so the warning and the
  * diagnosis read alike.
  */
-static int check_samples(const struct cli *c, struct sp_recorder *r, double seconds)
+static int check_samples(const struct cli *c, struct sp_capture *r, double seconds)
 {
-	struct sp_recorder_stats s;
+	struct sp_capture_stats s;
 	struct sp_finding f;
-	sp_recorder_get_stats(r, &s);
+	sp_capture_get_stats(r, &s);
 	if (s.samples == 0 && s.lost)
 		sp_finding_all_lost(&f, s.lost, c->o.frequency, c->o.stack_size, c->o.mmap_pages);
 	else if (s.samples == 0)
@@ -662,7 +662,7 @@ static void check_root(pid_t pid)
  * Attaches every -p target (and with --descendants, their descendants).
  * Returns 0, or -1 after a message.
  */
-static int attach_all(struct cli *c, struct sp_recorder *r)
+static int attach_all(struct cli *c, struct sp_capture *r)
 {
 	pid_t *all = c->pids;
 	size_t n = c->npids;
@@ -677,13 +677,13 @@ static int attach_all(struct cli *c, struct sp_recorder *r)
 		free(desc);
 		for (size_t i = c->npids; i < c->npids + nd; i++)
 			/* A descendant that exits meanwhile is not an error. */
-			if (sp_recorder_attach(r, all[i]) < 0 && kill(all[i], 0) == 0)
-				sp_warn("%s", sp_recorder_error(r));
+			if (sp_capture_attach(r, all[i]) < 0 && kill(all[i], 0) == 0)
+				sp_warn("%s", sp_capture_error(r));
 	}
 	int rc = 0;
 	for (size_t i = 0; i < c->npids && rc == 0; i++)
-		if (sp_recorder_attach(r, c->pids[i]) < 0) {
-			sp_warn("%s", sp_recorder_error(r));
+		if (sp_capture_attach(r, c->pids[i]) < 0) {
+			sp_warn("%s", sp_capture_error(r));
 			rc = -1;
 		} else {
 			check_root(c->pids[i]);
@@ -717,7 +717,7 @@ int main(int argc, char **argv)
 	int outfd = sp_open_recording(c.output);
 	c.o.command_stdout_to_stderr = outfd == STDOUT_FILENO;
 	struct sp_writer *w = sp_writer_new(outfd, c.output ? c.output : "-");
-	struct sp_recorder *r = w ? sp_recorder_new(&c.o, w) : NULL;
+	struct sp_capture *r = w ? sp_capture_new(&c.o, w) : NULL;
 	if (!r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 
@@ -732,19 +732,19 @@ int main(int argc, char **argv)
 
 	pid_t child = -1;
 	int status = SP_EXIT_OK;
-	if (c.command && sp_recorder_launch(r, c.command, &child) < 0) {
-		sp_warn("%s", sp_recorder_error(r));
+	if (c.command && sp_capture_launch(r, c.command, &child) < 0) {
+		sp_warn("%s", sp_capture_error(r));
 		status = SP_EXIT_FATAL;
 	} else if (c.ntids && attach_tids(&c, r) < 0) {
 		status = SP_EXIT_FATAL;
 	} else if (!c.command && !c.ntids && attach_all(&c, r) < 0) {
 		status = SP_EXIT_FATAL;
 	}
-	if (status == SP_EXIT_OK && sp_recorder_kernel_fell_back(r))
+	if (status == SP_EXIT_OK && sp_capture_kernel_fell_back(r))
 		sp_warn("kernel sampling was denied (perf_event_paranoid is %d); recording "
 			"user frames only (kernel_enabled is false in the stream)",
 			sp_perf_paranoid());
-	if (status == SP_EXIT_OK && sp_recorder_start(r, argc, argv) < 0) {
+	if (status == SP_EXIT_OK && sp_capture_start(r, argc, argv) < 0) {
 		recorder_failed(r, w, false);
 		status = SP_EXIT_FATAL;
 	}
@@ -758,7 +758,7 @@ int main(int argc, char **argv)
 	if (status == SP_EXIT_OK && sp_output_commit() < 0)
 		status = SP_EXIT_FATAL;
 	if (status != SP_EXIT_OK) {
-		sp_recorder_free(r);
+		sp_capture_free(r);
 		sp_writer_close(w);
 		free(c.pids);
 		free(c.tids);
@@ -780,7 +780,7 @@ int main(int argc, char **argv)
 		}
 		if (live && timeout > 250)
 			timeout = 250;
-		int k = sp_recorder_poll(r, timeout);
+		int k = sp_capture_poll(r, timeout);
 		if (k < 0) {
 			recorder_failed(r, w, true);
 			status = SP_EXIT_FATAL;
@@ -791,21 +791,21 @@ int main(int argc, char **argv)
 		now = mono_s();
 		if (c.o.refresh_threads_ms && (now - last_refresh) * 1000 >= c.o.refresh_threads_ms) {
 			last_refresh = now;
-			if (sp_recorder_refresh_threads(r) < 0)
-				sp_warn("%s", sp_recorder_error(r));
+			if (sp_capture_refresh_threads(r) < 0)
+				sp_warn("%s", sp_capture_error(r));
 		}
 		if (live && now - last_status >= 0.25) {
 			last_status = now;
 			status_line(r, now - t0, false);
 		}
 	}
-	if (status == SP_EXIT_OK && sp_recorder_finish(r) < 0) {
+	if (status == SP_EXIT_OK && sp_capture_finish(r) < 0) {
 		recorder_failed(r, w, false);
 		status = SP_EXIT_FATAL;
 	}
 	if (live)
 		status_line(r, mono_s() - t0, true);
-	int cs = sp_recorder_command_status(r);
+	int cs = sp_capture_command_status(r);
 	if (child > 0 && cs >= 0 && !c.quiet) {
 		if (WIFEXITED(cs))
 			sp_warn("command '%s' exited with status %d", c.command[0], WEXITSTATUS(cs));
@@ -817,7 +817,7 @@ int main(int argc, char **argv)
 		status = SP_EXIT_PARTIAL;
 	if (status == SP_EXIT_OK)
 		status = check_samples(&c, r, mono_s() - t0);
-	sp_recorder_free(r);
+	sp_capture_free(r);
 	if (sp_writer_close(w) < 0 && status == SP_EXIT_OK)
 		status = sp_write_failed(errno);
 	free(c.pids);

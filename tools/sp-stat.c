@@ -809,8 +809,8 @@ static void take_summary(struct stats *st, const msgpack_object *m)
 		if (!sp_map_str(&es->ptr[i], "kind", &k, &n) || !sp_map_u64(&es->ptr[i], "count", &v))
 			continue;
 		for (int e = 0; e < SP_E_COUNT; e++)
-			if (strlen(sp_error_kind_name((enum sp_error_kind)e)) == n &&
-			    memcmp(sp_error_kind_name((enum sp_error_kind)e), k, n) == 0)
+			if (strlen(sp_errkind_name((enum sp_error_kind)e)) == n &&
+			    memcmp(sp_errkind_name((enum sp_error_kind)e), k, n) == 0)
 				st->errors[e] += v;
 	}
 }
@@ -1855,9 +1855,9 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 		if (!st->errors[e])
 			continue;
 		sp_jw_object_begin(&j);
-		sp_jw_kv_str(&j, "kind", sp_error_kind_name((enum sp_error_kind)e));
+		sp_jw_kv_str(&j, "kind", sp_errkind_name((enum sp_error_kind)e));
 		sp_jw_kv_u64(&j, "count", st->errors[e]);
-		sp_jw_kv_str(&j, "description", sp_error_kind_description((enum sp_error_kind)e));
+		sp_jw_kv_str(&j, "description", sp_errkind_description((enum sp_error_kind)e));
 		sp_jw_object_end(&j);
 	}
 	sp_jw_array_end(&j);
@@ -1999,8 +1999,8 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 				fprintf(out, "error_stats:\n");
 			any = true;
 			fprintf(out, "  %8" PRIu64 "  %s: %s\n", st->errors[e],
-				sp_error_kind_name((enum sp_error_kind)e),
-				sp_error_kind_description((enum sp_error_kind)e));
+				sp_errkind_name((enum sp_error_kind)e),
+				sp_errkind_description((enum sp_error_kind)e));
 		}
 	fprintf(out, "diagnosis:%s\n", na ? "" : " nothing to change");
 	for (size_t i = 0; i < na; i++)

@@ -76,18 +76,18 @@ static void write_frame(struct sp_writer *w, uint64_t id, const struct sp_stack_
  * The frame records a stack needs and its symstack; a stack with a JIT
  * frame left unnamed is kept, to be named again after a jitdump record.
  */
-static void name_stack(struct sp_symbolizer *sym, struct sp_writer *w, uint64_t id,
+static void name_stack(struct sp_namer *sym, struct sp_writer *w, uint64_t id,
 		       const struct sp_stack_frame *refs, size_t n)
 {
 	uint64_t *ids = sp_xmalloc((n ? n : 1) * sizeof(*ids));
 	struct sp_symframe sf;
 	bool unnamed = false;
 	for (size_t i = 0; i < n; i++) {
-		int fresh = sp_symbolizer_intern(sym, &refs[i], &ids[i]);
+		int fresh = sp_namer_intern(sym, &refs[i], &ids[i]);
 		if (fresh < 0)
-			sp_die(SP_EXIT_FATAL, "%s", sp_symbolizer_error(sym));
+			sp_die(SP_EXIT_FATAL, "%s", sp_namer_error(sym));
 		if (fresh) {
-			sp_symbolizer_resolve(sym, &refs[i], &sf);
+			sp_namer_resolve(sym, &refs[i], &sf);
 			write_frame(w, ids[i], &refs[i], &sf);
 			if ((refs[i].flags & SP_FRAME_KIND_MASK) == SP_FRAME_JIT) {
 				jit_frames++;
@@ -95,12 +95,12 @@ static void name_stack(struct sp_symbolizer *sym, struct sp_writer *w, uint64_t 
 			}
 		}
 		if ((refs[i].flags & SP_FRAME_KIND_MASK) == SP_FRAME_JIT &&
-		    (fresh ? sf.origin == SP_ORIGIN_ADDRESS_ONLY : sp_symbolizer_unnamed(sym, ids[i])))
+		    (fresh ? sf.origin == SP_ORIGIN_ADDRESS_ONLY : sp_namer_unnamed(sym, ids[i])))
 			unnamed = true;
 	}
 	sp_write_symstack(w, id, ids, n);
-	if (unnamed && sp_symbolizer_keep_stack(sym, id, refs, n) < 0)
-		sp_die(SP_EXIT_FATAL, "%s", sp_symbolizer_error(sym));
+	if (unnamed && sp_namer_keep_stack(sym, id, refs, n) < 0)
+		sp_die(SP_EXIT_FATAL, "%s", sp_namer_error(sym));
 	free(ids);
 }
 
@@ -108,7 +108,7 @@ static void name_stack(struct sp_symbolizer *sym, struct sp_writer *w, uint64_t 
  * A stack becomes the frame records it needs and a symstack of the same
  * id.  Returns 0, or -1 for a malformed frame (nothing written then).
  */
-static int symbolize_stack(struct sp_symbolizer *sym, struct sp_writer *w,
+static int symbolize_stack(struct sp_namer *sym, struct sp_writer *w,
 			   const struct sp_record *rec)
 {
 	uint64_t id = 0;
@@ -125,11 +125,11 @@ static int symbolize_stack(struct sp_symbolizer *sym, struct sp_writer *w,
 }
 
 /* The symbolize record: this stage's counters, just before the summary. */
-static void write_counters(struct sp_symbolizer *sym, struct sp_writer *w)
+static void write_counters(struct sp_namer *sym, struct sp_writer *w)
 {
 	struct sp_sym_stats st;
 	const char *names[SP_ORIGIN_COUNT];
-	sp_symbolizer_stats(sym, &st);
+	sp_namer_stats(sym, &st);
 	for (int i = 0; i < SP_ORIGIN_COUNT; i++)
 		names[i] = sp_sym_origin_name((enum sp_sym_origin)i);
 	struct sp_symbolize_rec s = {
@@ -148,10 +148,10 @@ static void write_counters(struct sp_symbolizer *sym, struct sp_writer *w)
  * (SP_EXIT_PARTIAL unless allow_empty); JIT code without any name means
  * its perf map is gone.  Each is one line with the cause and the fix.
  */
-static int check_names(struct sp_symbolizer *sym, bool allow_empty)
+static int check_names(struct sp_namer *sym, bool allow_empty)
 {
 	struct sp_sym_stats st;
-	sp_symbolizer_stats(sym, &st);
+	sp_namer_stats(sym, &st);
 	uint64_t none = st.by_origin[SP_ORIGIN_ADDRESS_ONLY];
 	int status = SP_EXIT_OK;
 	if (st.frames && none == st.frames) {
@@ -240,7 +240,7 @@ int main(int argc, char **argv)
 		       search.kallsyms, strerror(errno));
 
 	struct sp_error err = { 0 };
-	struct sp_symbolizer *sym = sp_symbolizer_new(&search, sp_note_warn, NULL, &err);
+	struct sp_namer *sym = sp_namer_new(&search, sp_note_warn, NULL, &err);
 	if (!sym)
 		sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&err));
 	/* Following a file opens it when it appears; a pipe needs no following. */
@@ -278,13 +278,13 @@ int main(int argc, char **argv)
 				status = SP_EXIT_FATAL;
 				goto done;
 			}
-			sp_symbolizer_begin_segment(sym, rec.map);
+			sp_namer_begin_segment(sym, rec.map);
 			sp_pack_derived_header(w, rec.map, SP_STAGE_SYMBOLIZED,
 					       "sp-symbolize", argc, argv);
 			break;
 		}
 		case SP_R_MODULE:
-			rc = sp_symbolizer_add_module(sym, &rec);
+			rc = sp_namer_add_module(sym, &rec);
 			sp_writer_raw(w, rec.raw, rec.raw_len);
 			break;
 		case SP_R_STACK:
@@ -303,18 +303,18 @@ int main(int argc, char **argv)
 				status = SP_EXIT_PARTIAL;
 			break;
 		default: {
-			rc = sp_symbolizer_note(sym, &rec);
+			rc = sp_namer_note(sym, &rec);
 			sp_writer_raw(w, rec.raw, rec.raw_len);
 			uint64_t id;
 			const struct sp_stack_frame *f;
 			size_t n;
-			while (rc == 0 && sp_symbolizer_next_stale(sym, &id, &f, &n))
+			while (rc == 0 && sp_namer_next_stale(sym, &id, &f, &n))
 				name_stack(sym, w, id, f, n);
 			break;
 		}
 		}
 		if (rc < 0)
-			sp_die(SP_EXIT_FATAL, "%s", sp_symbolizer_error(sym));
+			sp_die(SP_EXIT_FATAL, "%s", sp_namer_error(sym));
 		if (sp_writer_failed(w))
 			break;
 	}
@@ -324,7 +324,7 @@ done:
 	if (sp_writer_close(w) < 0)
 		status = sp_write_failed(errno);
 	sp_reader_free(r);
-	sp_symbolizer_free(sym);
+	sp_namer_free(sym);
 	sp_sym_search_release(&search);
 	if (infd >= 0 && infd != STDIN_FILENO)
 		close(infd);

@@ -42,7 +42,7 @@ static void stopped_continue(pid_t pid)
 		}
 }
 
-void sp_recorder_continue_targets(void)
+void sp_capture_continue_targets(void)
 {
 	for (int i = 0; i < MAX_STOPPED; i++)
 		if (stopped_pids[i] != 0) {
@@ -63,7 +63,7 @@ static void wait_stopped(pid_t pid)
 	}
 }
 
-static int add_target(struct sp_recorder *r, pid_t pid, bool launched)
+static int add_target(struct sp_capture *r, pid_t pid, bool launched)
 {
 	if (SP_ALLOC_GROW(r->targets, r->ntargets + 1, r->alloctargets) < 0)
 		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
@@ -73,7 +73,7 @@ static int add_target(struct sp_recorder *r, pid_t pid, bool launched)
 }
 
 /* Notes a process the recorder follows from now on. */
-static void proc_start(struct sp_recorder *r, pid_t pid, uint64_t start_key, uid_t uid)
+static void proc_start(struct sp_capture *r, pid_t pid, uint64_t start_key, uid_t uid)
 {
 	struct sp_rec_proc *p = sp_rec_proc_get(r, pid, true);
 	if (p) {
@@ -84,7 +84,7 @@ static void proc_start(struct sp_recorder *r, pid_t pid, uint64_t start_key, uid
 	}
 }
 
-static bool has_event(const struct sp_recorder *r, pid_t tid)
+static bool has_event(const struct sp_capture *r, pid_t tid)
 {
 	for (size_t j = 0; j < r->nevents; j++)
 		if (r->events[j].tid == tid)
@@ -106,7 +106,7 @@ static bool has_event(const struct sp_recorder *r, pid_t tid)
  * born in that moment is still opened twice.)  Returns 0, 1 when pid
  * has gone, or -1.
  */
-static int open_process(struct sp_recorder *r, pid_t pid, pid_t **opened, size_t *nopened)
+static int open_process(struct sp_capture *r, pid_t pid, pid_t **opened, size_t *nopened)
 {
 	size_t alloc = 0;
 	for (int round = 0; round < 100; round++) {
@@ -146,7 +146,7 @@ static int open_process(struct sp_recorder *r, pid_t pid, pid_t **opened, size_t
 }
 
 /* Opens events on exactly the threads given: 0, 1 when one has gone, or -1. */
-static int open_listed(struct sp_recorder *r, pid_t pid, const pid_t *only, size_t nonly,
+static int open_listed(struct sp_capture *r, pid_t pid, const pid_t *only, size_t nonly,
 		       pid_t **opened, size_t *nopened)
 {
 	*opened = malloc((nonly ? nonly : 1) * sizeof(**opened));
@@ -178,7 +178,7 @@ static int open_listed(struct sp_recorder *r, pid_t pid, const pid_t *only, size
  * said and so overrides it, and nothing that happens while attaching
  * falls between the two.
  */
-static int attach(struct sp_recorder *r, pid_t pid, const pid_t *only, size_t nonly)
+static int attach(struct sp_capture *r, pid_t pid, const pid_t *only, size_t nonly)
 {
 	struct sp_proc_stat st;
 	if (sp_proc_stat(pid, &st) < 0)
@@ -237,12 +237,12 @@ static int attach(struct sp_recorder *r, pid_t pid, const pid_t *only, size_t no
 	return add_target(r, pid, false);
 }
 
-int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
+int sp_capture_attach(struct sp_capture *r, pid_t pid)
 {
 	return attach(r, pid, NULL, 0);
 }
 
-int sp_recorder_attach_threads(struct sp_recorder *r, pid_t pid, const pid_t *tids, size_t n)
+int sp_capture_attach_threads(struct sp_capture *r, pid_t pid, const pid_t *tids, size_t n)
 {
 	if (SP_ALLOC_GROW(r->only_tids, r->nonly_tids + n, r->alloconly_tids) < 0)
 		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
@@ -253,7 +253,7 @@ int sp_recorder_attach_threads(struct sp_recorder *r, pid_t pid, const pid_t *ti
 	return 0;
 }
 
-int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child)
+int sp_capture_launch(struct sp_capture *r, char *const argv[], pid_t *child)
 {
 	int go[2], ep[2];
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0)
@@ -303,7 +303,7 @@ int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child)
 }
 
 /* Lets a launched command exec, and learns whether it could. */
-int sp_rec_release_command(struct sp_recorder *r)
+int sp_rec_release_command(struct sp_capture *r)
 {
 	if (r->child <= 0)
 		return 0;
@@ -327,7 +327,7 @@ int sp_rec_release_command(struct sp_recorder *r)
 }
 
 /* Notes the command's status once it has ended. */
-void sp_rec_reap_command(struct sp_recorder *r)
+void sp_rec_reap_command(struct sp_capture *r)
 {
 	if (r->child > 0 && r->child_status < 0) {
 		int st;
@@ -340,7 +340,7 @@ void sp_rec_reap_command(struct sp_recorder *r)
  * Ends a launched command that is still running, as perf record does:
  * SIGTERM, and SIGKILL if it is still there after two seconds.
  */
-void sp_rec_end_command(struct sp_recorder *r)
+void sp_rec_end_command(struct sp_capture *r)
 {
 	sp_rec_reap_command(r);
 	if (r->child <= 0 || r->child_status >= 0)

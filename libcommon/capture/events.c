@@ -22,7 +22,7 @@ static long perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu)
 	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static void fill_attr(const struct sp_recorder *r, struct perf_event_attr *a, bool on_exec)
+static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, bool on_exec)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -59,7 +59,7 @@ static void fill_attr(const struct sp_recorder *r, struct perf_event_attr *a, bo
 		a->read_format = PERF_FORMAT_LOST;
 }
 
-static int add_event(struct sp_recorder *r, int fd, pid_t pid, pid_t tid, int cpu)
+static int add_event(struct sp_capture *r, int fd, pid_t pid, pid_t tid, int cpu)
 {
 	if (SP_ALLOC_GROW(r->events, r->nevents + 1, r->allocevents) < 0)
 		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
@@ -67,7 +67,7 @@ static int add_event(struct sp_recorder *r, int fd, pid_t pid, pid_t tid, int cp
 	return 0;
 }
 
-static int permission_hint(struct sp_recorder *r, pid_t tid, int e)
+static int permission_hint(struct sp_capture *r, pid_t tid, int e)
 {
 	int par = sp_perf_paranoid();
 	sp_error_set(&r->err, SP_ERR_PERMISSION,
@@ -84,7 +84,7 @@ static int permission_hint(struct sp_recorder *r, pid_t tid, int e)
  * Opens the events of one thread on every CPU.  Returns 0, 1 when the
  * thread no longer exists, or -1.
  */
-int sp_rec_open_thread(struct sp_recorder *r, pid_t pid, pid_t tid, bool on_exec)
+int sp_rec_open_thread(struct sp_capture *r, pid_t pid, pid_t tid, bool on_exec)
 {
 	for (int ci = 0; ci < r->ncpus; ci++) {
 		struct perf_event_attr a;
@@ -138,7 +138,7 @@ int sp_rec_open_thread(struct sp_recorder *r, pid_t pid, pid_t tid, bool on_exec
  * writes a thread record for each.  Returns 0, 1 when pid itself has
  * gone, or -1.
  */
-int sp_rec_open_threads(struct sp_recorder *r, pid_t pid, uint64_t time, bool synth)
+int sp_rec_open_threads(struct sp_capture *r, pid_t pid, uint64_t time, bool synth)
 {
 	pid_t *tids;
 	size_t n;
@@ -166,20 +166,20 @@ int sp_rec_open_threads(struct sp_recorder *r, pid_t pid, uint64_t time, bool sy
 	return rc;
 }
 
-void sp_rec_enable_events(struct sp_recorder *r, size_t from)
+void sp_rec_enable_events(struct sp_capture *r, size_t from)
 {
 	for (size_t i = from; i < r->nevents; i++)
 		ioctl(r->events[i].fd, PERF_EVENT_IOC_ENABLE, 0);
 }
 
-void sp_rec_disable_events(struct sp_recorder *r)
+void sp_rec_disable_events(struct sp_capture *r)
 {
 	for (size_t i = 0; i < r->nevents; i++)
 		ioctl(r->events[i].fd, PERF_EVENT_IOC_DISABLE, 0);
 }
 
 /* Closes the events from index from on, unmapping the rings they own. */
-void sp_rec_close_events(struct sp_recorder *r, size_t from)
+void sp_rec_close_events(struct sp_capture *r, size_t from)
 {
 	for (size_t i = from; i < r->nevents; i++) {
 		for (int ci = 0; ci < r->ncpus; ci++)
@@ -194,7 +194,7 @@ void sp_rec_close_events(struct sp_recorder *r, size_t from)
 }
 
 /* Adds up each event's own count of lost samples (PERF_FORMAT_LOST). */
-void sp_rec_read_format_lost(struct sp_recorder *r)
+void sp_rec_read_format_lost(struct sp_capture *r)
 {
 	if (!r->use_format_lost)
 		return;
@@ -206,7 +206,7 @@ void sp_rec_read_format_lost(struct sp_recorder *r)
 }
 
 /* Opens events for threads of the targets that have none yet. */
-int sp_recorder_refresh_threads(struct sp_recorder *r)
+int sp_capture_refresh_threads(struct sp_capture *r)
 {
 	uint64_t t = sp_rec_now_ns();
 	for (size_t i = 0; i < r->ntargets; i++) {

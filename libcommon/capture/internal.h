@@ -41,7 +41,7 @@
  * - Functions returning int return 0 or -1 with the message in r->err.
  *   Nothing in the layer prints or exits.
  * - stopped_pids (attach.c) is the only global: it is read by
- *   sp_recorder_continue_targets() from signal handlers.
+ *   sp_capture_continue_targets() from signal handlers.
  */
 #ifndef SP_CAPTURE_INTERNAL_H
 #define SP_CAPTURE_INTERNAL_H
@@ -151,8 +151,8 @@ struct sp_rec_image {
 	unsigned char id[SP_BUILD_ID_MAX];
 };
 
-struct sp_recorder {
-	struct sp_recorder_options o;
+struct sp_capture {
+	struct sp_capture_options o;
 	struct sp_writer *w;
 	struct sp_error err;
 
@@ -211,9 +211,9 @@ uint64_t sp_rec_now_ns(void);
 /* recorder.c */
 
 /* The record of pid; with create, added when absent.  NULL when absent or out of memory. */
-struct sp_rec_proc *sp_rec_proc_get(struct sp_recorder *r, pid_t pid, bool create);
+struct sp_rec_proc *sp_rec_proc_get(struct sp_capture *r, pid_t pid, bool create);
 /* Notes a thread id; true the first time it is seen. */
-bool sp_rec_tid_note(struct sp_recorder *r, pid_t tid);
+bool sp_rec_tid_note(struct sp_capture *r, pid_t tid);
 
 /* events.c */
 
@@ -221,46 +221,46 @@ bool sp_rec_tid_note(struct sp_recorder *r, pid_t tid);
  * Opens tid's events on every CPU: 0, 1 when the thread has gone, or -1.
  * Each is enabled once in its ring; with on_exec, at the thread's exec.
  */
-int sp_rec_open_thread(struct sp_recorder *r, pid_t pid, pid_t tid, bool on_exec);
+int sp_rec_open_thread(struct sp_capture *r, pid_t pid, pid_t tid, bool on_exec);
 /* The same for every thread of pid without events: 0, 1 when pid has gone, or -1. */
-int sp_rec_open_threads(struct sp_recorder *r, pid_t pid, uint64_t time, bool synth);
-void sp_rec_enable_events(struct sp_recorder *r, size_t from);
-void sp_rec_disable_events(struct sp_recorder *r);
+int sp_rec_open_threads(struct sp_capture *r, pid_t pid, uint64_t time, bool synth);
+void sp_rec_enable_events(struct sp_capture *r, size_t from);
+void sp_rec_disable_events(struct sp_capture *r);
 /* Closes events[from..], unmapping the rings they own. */
-void sp_rec_close_events(struct sp_recorder *r, size_t from);
-void sp_rec_read_format_lost(struct sp_recorder *r);
+void sp_rec_close_events(struct sp_capture *r, size_t from);
+void sp_rec_read_format_lost(struct sp_capture *r);
 
 /* ring.c */
 
-size_t sp_rec_ring_pages(const struct sp_recorder *r);
+size_t sp_rec_ring_pages(const struct sp_capture *r);
 /* Redirects event fd into CPU ci's ring, mapping it first if need be: 0 or -1. */
-int sp_rec_ring_attach(struct sp_recorder *r, int fd, int ci);
+int sp_rec_ring_attach(struct sp_capture *r, int fd, int ci);
 /* Drains every ring, writes the queue up to limit, flushes: 0 or -1. */
-int sp_rec_drain(struct sp_recorder *r, uint64_t limit);
-void sp_rec_write_event(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p);
+int sp_rec_drain(struct sp_capture *r, uint64_t limit);
+void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsigned char *p);
 
 /* sample.c */
 
-void sp_rec_handle_sample(struct sp_recorder *r, const unsigned char *rec, size_t size);
-void sp_rec_write_sample(struct sp_recorder *r, const unsigned char *p);
+void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t size);
+void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p);
 
 /*
  * ordered.c: queueing a record, as the first invariant says.  A queued
  * struct may point only to string constants: qbuf moves.  An error (out
  * of memory) is kept on the handle and returned by the next flush.
  */
-static inline size_t sp_rec_q_begin(struct sp_recorder *r)
+static inline size_t sp_rec_q_begin(struct sp_capture *r)
 {
 	return r->qbuf.len;
 }
-static inline void sp_rec_q_add(struct sp_recorder *r, const void *p, size_t n)
+static inline void sp_rec_q_add(struct sp_capture *r, const void *p, size_t n)
 {
 	if (n)
 		sp_buf_add(&r->qbuf, p, n);
 }
-int sp_rec_q_end(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time, size_t start);
+int sp_rec_q_end(struct sp_capture *r, enum sp_rec_kind kind, uint64_t time, size_t start);
 /* Writes the records stamped at or before limit: 0, or -1 on a write error. */
-int sp_rec_q_flush(struct sp_recorder *r, uint64_t limit);
+int sp_rec_q_flush(struct sp_capture *r, uint64_t limit);
 
 /* synthetic.c */
 
@@ -278,19 +278,19 @@ int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_ent
  * *mntns and *nspid when given.  A process whose root cannot be read
  * counts proc_unreadable.
  */
-void sp_rec_proc_ns(struct sp_recorder *r, pid_t pid, uint32_t *nspid, uint64_t *mntns);
+void sp_rec_proc_ns(struct sp_capture *r, pid_t pid, uint32_t *nspid, uint64_t *mntns);
 /*
  * A mapped file's build-id into id: its length, 0 for none, -1 when
  * unreadable.  For a process with its own root, read through alt (its
  * map_files entry, or NULL) or inside that root, never at the host path.
  */
-int sp_rec_build_id(struct sp_recorder *r, pid_t pid, const char *path, const char *alt,
+int sp_rec_build_id(struct sp_capture *r, pid_t pid, const char *path, const char *alt,
 		    uint64_t dev, uint64_t ino, unsigned char *id);
 /* via is a string constant: "exe", "libpython", "parent", "none". */
-void sp_rec_queue_runtime(struct sp_recorder *r, pid_t pid, uint64_t time,
+void sp_rec_queue_runtime(struct sp_capture *r, pid_t pid, uint64_t time,
 			  bool cpython, const char *via);
 /* A newly mapped file may make pid a CPython process: a runtime record then. */
-void sp_rec_note_mapping_runtime(struct sp_recorder *r, pid_t pid, const char *path,
+void sp_rec_note_mapping_runtime(struct sp_capture *r, pid_t pid, const char *path,
 				 uint64_t time);
 
 /* A map record; fields the kernel did not give are marked absent. */
@@ -307,7 +307,7 @@ struct sp_rec_map {
 	const unsigned char *content_id;	/* 20 bytes, or NULL: absent */
 	bool deleted;
 };
-void sp_rec_queue_map(struct sp_recorder *r, const struct sp_rec_map *m);
+void sp_rec_queue_map(struct sp_capture *r, const struct sp_rec_map *m);
 
 /* An archive record: a file kept in the --archive directory. */
 struct sp_rec_archive {
@@ -322,20 +322,20 @@ struct sp_rec_archive {
 	pid_t pid;		/* 0: absent, with start_time */
 	uint64_t start_time;
 };
-void sp_rec_queue_archive(struct sp_recorder *r, const struct sp_rec_archive *a);
+void sp_rec_queue_archive(struct sp_capture *r, const struct sp_rec_archive *a);
 /*
  * With --archive, keeps a mapped file in the archive; a file without a
  * build-id is known by its content id, written to cid (*have_cid says so).
  */
-void sp_rec_archive_map(struct sp_recorder *r, pid_t pid, uint64_t time, uint64_t start,
+void sp_rec_archive_map(struct sp_capture *r, pid_t pid, uint64_t time, uint64_t start,
 			uint64_t end, const char *path, const unsigned char *bid, int bidlen,
 			unsigned char *cid, bool *have_cid);
-void sp_rec_synth_process(struct sp_recorder *r, pid_t pid, const struct sp_proc_stat *st,
+void sp_rec_synth_process(struct sp_capture *r, pid_t pid, const struct sp_proc_stat *st,
 			  uint64_t time);
-void sp_rec_synth_thread(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t time);
+void sp_rec_synth_thread(struct sp_capture *r, pid_t pid, pid_t tid, uint64_t time);
 /* Queues pid's executable mappings; returns why it is CPython, or NULL. */
-const char *sp_rec_synth_maps(struct sp_recorder *r, pid_t pid, uint64_t time);
-void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p);
+const char *sp_rec_synth_maps(struct sp_capture *r, pid_t pid, uint64_t time);
+void sp_rec_write_synth(struct sp_capture *r, enum sp_rec_kind kind, const unsigned char *p);
 
 /*
  * vdso.c: the build-id of pid's [vdso] mapping [start, start + len) into
@@ -345,9 +345,9 @@ void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsi
  * sample of every process that maps it, whichever CPU's ring held which
  * process's map.
  */
-int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+int sp_rec_vdso_identify(struct sp_capture *r, pid_t pid, uint64_t start, uint64_t len,
 			 unsigned char *bid);
-void sp_rec_write_image(struct sp_recorder *r, const unsigned char *p);
+void sp_rec_write_image(struct sp_capture *r, const unsigned char *p);
 
 /*
  * jitdump.c: a map record of pid's file [start, start + len) at path,
@@ -357,21 +357,21 @@ void sp_rec_write_image(struct sp_recorder *r, const unsigned char *p);
  * right after.
  */
 bool sp_rec_is_jitdump_path(const char *path);
-void sp_rec_jitdump_note(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+void sp_rec_jitdump_note(struct sp_capture *r, pid_t pid, uint64_t start, uint64_t len,
 			 const char *path, uint64_t time);
-void sp_rec_jitdump_read(struct sp_recorder *r, uint64_t now, bool last);
-void sp_rec_write_jitdump(struct sp_recorder *r, const unsigned char *p);
+void sp_rec_jitdump_read(struct sp_capture *r, uint64_t now, bool last);
+void sp_rec_write_jitdump(struct sp_capture *r, const unsigned char *p);
 /* With --archive: each file as it is now, and its archive record. */
-void sp_rec_jitdump_archive(struct sp_recorder *r, uint64_t end);
-void sp_rec_jitdump_release(struct sp_recorder *r);
+void sp_rec_jitdump_archive(struct sp_capture *r, uint64_t end);
+void sp_rec_jitdump_release(struct sp_capture *r);
 
 /* attach.c */
 
 /* Lets a launched command exec: 0, or -1 when it could not. */
-int sp_rec_release_command(struct sp_recorder *r);
+int sp_rec_release_command(struct sp_capture *r);
 /* Notes the command's wait status once it has ended. */
-void sp_rec_reap_command(struct sp_recorder *r);
+void sp_rec_reap_command(struct sp_capture *r);
 /* Ends the command if it still runs: SIGTERM, then SIGKILL after 2 s. */
-void sp_rec_end_command(struct sp_recorder *r);
+void sp_rec_end_command(struct sp_capture *r);
 
 #endif

@@ -72,7 +72,7 @@ bool sp_rec_is_jitdump_path(const char *path)
  * the process's (as for perf maps: another user must not choose what
  * lands in the stream).
  */
-static int open_jitdump(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+static int open_jitdump(struct sp_capture *r, pid_t pid, uint64_t start, uint64_t len,
 			const char *path)
 {
 	char p[4200];
@@ -93,7 +93,7 @@ static int open_jitdump(struct sp_recorder *r, pid_t pid, uint64_t start, uint64
 	return fd;
 }
 
-void sp_rec_jitdump_note(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+void sp_rec_jitdump_note(struct sp_capture *r, pid_t pid, uint64_t start, uint64_t len,
 			 const char *path, uint64_t time)
 {
 	if (!sp_rec_is_jitdump_path(path))
@@ -127,7 +127,7 @@ void sp_rec_jitdump_note(struct sp_recorder *r, pid_t pid, uint64_t start, uint6
  * counter, and the header's between the process's start and now (V8
  * writes the wall clock in microseconds, for one).
  */
-static bool clock_is_ours(struct sp_recorder *r, const struct sp_rec_jit *j, uint64_t now)
+static bool clock_is_ours(struct sp_capture *r, const struct sp_rec_jit *j, uint64_t now)
 {
 	const struct sp_jitdump_header *h = sp_jitdump_header(j->parser);
 	const struct sp_rec_proc *pr = sp_rec_proc_get(r, j->pid, false);
@@ -141,7 +141,7 @@ static bool clock_is_ours(struct sp_recorder *r, const struct sp_rec_jit *j, uin
  * first record that completes, when the file's clock is the stream's,
  * else 0.
  */
-static uint64_t parse_new(struct sp_recorder *r, struct sp_rec_jit *j, uint64_t now,
+static uint64_t parse_new(struct sp_capture *r, struct sp_rec_jit *j, uint64_t now,
 			  unsigned char *buf)
 {
 	uint64_t first = 0;
@@ -168,7 +168,7 @@ static uint64_t parse_new(struct sp_recorder *r, struct sp_rec_jit *j, uint64_t 
  * short when the recording ends.  Bytes the parser cannot read (a file
  * that is no jitdump) are queued to the end, for the consumer to report.
  */
-static void read_jit(struct sp_recorder *r, struct sp_rec_jit *j, uint64_t now,
+static void read_jit(struct sp_capture *r, struct sp_rec_jit *j, uint64_t now,
 		     unsigned char *buf)
 {
 	uint64_t ts = parse_new(r, j, now, buf);
@@ -202,7 +202,7 @@ static void read_jit(struct sp_recorder *r, struct sp_rec_jit *j, uint64_t now,
 	}
 }
 
-void sp_rec_jitdump_read(struct sp_recorder *r, uint64_t now, bool last)
+void sp_rec_jitdump_read(struct sp_capture *r, uint64_t now, bool last)
 {
 	if (r->njits && (last || now - r->jit_read_ns >= SP_REC_JIT_PERIOD_NS)) {
 		unsigned char *buf = malloc(SP_REC_JIT_CHUNK);
@@ -219,7 +219,7 @@ void sp_rec_jitdump_read(struct sp_recorder *r, uint64_t now, bool last)
 	r->jit_floor = now;
 }
 
-void sp_rec_write_jitdump(struct sp_recorder *r, const unsigned char *p)
+void sp_rec_write_jitdump(struct sp_capture *r, const unsigned char *p)
 {
 	struct q_jit q;
 	memcpy(&q, p, sizeof(q));
@@ -230,7 +230,7 @@ void sp_rec_write_jitdump(struct sp_recorder *r, const unsigned char *p)
 	});
 }
 
-void sp_rec_jitdump_archive(struct sp_recorder *r, uint64_t end)
+void sp_rec_jitdump_archive(struct sp_capture *r, uint64_t end)
 {
 	for (size_t i = 0; i < r->njits; i++) {
 		const struct sp_rec_jit *j = &r->jits[i];
@@ -249,7 +249,7 @@ void sp_rec_jitdump_archive(struct sp_recorder *r, uint64_t end)
 	}
 }
 
-void sp_rec_jitdump_release(struct sp_recorder *r)
+void sp_rec_jitdump_release(struct sp_capture *r)
 {
 	for (size_t i = 0; i < r->njits; i++) {
 		close(r->jits[i].fd);

@@ -11,7 +11,7 @@
 #include "capture/internal.h"
 #include "util/alloc.h"
 
-int sp_rec_q_end(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time, size_t start)
+int sp_rec_q_end(struct sp_capture *r, enum sp_rec_kind kind, uint64_t time, size_t start)
 {
 	if (r->qbuf.oom || SP_ALLOC_GROW(r->q, r->nq + 1, r->allocq) < 0) {
 		/* Sticky, like a failed add: the next flush reports it. */
@@ -33,7 +33,7 @@ static int cmp_qent(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static void write_one(struct sp_recorder *r, const struct sp_rec_qent *e)
+static void write_one(struct sp_capture *r, const struct sp_rec_qent *e)
 {
 	const unsigned char *p = (const unsigned char *)r->qbuf.p + e->off;
 	switch (e->kind) {
@@ -63,7 +63,7 @@ static void write_one(struct sp_recorder *r, const struct sp_rec_qent *e)
 }
 
 /* Writes queued records stamped at or before limit, in time order. */
-int sp_rec_q_flush(struct sp_recorder *r, uint64_t limit)
+int sp_rec_q_flush(struct sp_capture *r, uint64_t limit)
 {
 	if (r->qbuf.oom)
 		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory queueing records");

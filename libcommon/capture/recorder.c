@@ -41,7 +41,7 @@ uint64_t sp_rec_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-struct sp_rec_proc *sp_rec_proc_get(struct sp_recorder *r, pid_t pid, bool create)
+struct sp_rec_proc *sp_rec_proc_get(struct sp_capture *r, pid_t pid, bool create)
 {
 	struct sp_rec_proc *p = sp_u64map_get(&r->procs, (uint64_t)pid);
 	if (p || !create)
@@ -55,7 +55,7 @@ struct sp_rec_proc *sp_rec_proc_get(struct sp_recorder *r, pid_t pid, bool creat
 	return p;
 }
 
-bool sp_rec_tid_note(struct sp_recorder *r, pid_t tid)
+bool sp_rec_tid_note(struct sp_capture *r, pid_t tid)
 {
 	static char seen;	/* the value of every entry: the map needs one */
 	if (sp_u64map_get(&r->tids, (uint64_t)tid))
@@ -68,10 +68,10 @@ static void free_bid(struct sp_hashmap_entry *e)
 	free(sp_container_of(e, struct sp_rec_bid, e));
 }
 
-struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
+struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
 				    struct sp_writer *w)
 {
-	struct sp_recorder *r = calloc(1, sizeof(*r));
+	struct sp_capture *r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
 	r->o = *o;
@@ -99,11 +99,11 @@ struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
 	return r;
 }
 
-void sp_recorder_free(struct sp_recorder *r)
+void sp_capture_free(struct sp_capture *r)
 {
 	if (!r)
 		return;
-	sp_recorder_continue_targets();
+	sp_capture_continue_targets();
 	sp_rec_close_events(r, 0);
 	for (size_t i = 0; i < r->ntargets; i++)
 		if (r->targets[i].pidfd >= 0)
@@ -132,22 +132,22 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r);
 }
 
-const char *sp_recorder_error(const struct sp_recorder *r)
+const char *sp_capture_error(const struct sp_capture *r)
 {
 	return sp_error_message(&r->err);
 }
 
-bool sp_recorder_kernel_fell_back(const struct sp_recorder *r)
+bool sp_capture_kernel_fell_back(const struct sp_capture *r)
 {
 	return r->kernel_fell_back;
 }
 
-int sp_recorder_command_status(const struct sp_recorder *r)
+int sp_capture_command_status(const struct sp_capture *r)
 {
 	return r->child_status;
 }
 
-void sp_recorder_get_stats(const struct sp_recorder *r, struct sp_recorder_stats *s)
+void sp_capture_get_stats(const struct sp_capture *r, struct sp_capture_stats *s)
 {
 	s->samples = r->samples;
 	s->lost = r->lost_events;
@@ -158,7 +158,7 @@ void sp_recorder_get_stats(const struct sp_recorder *r, struct sp_recorder_stats
 }
 
 /* The header's "options": how the recording was made. */
-static void pack_options(struct sp_recorder *r, struct sp_mapw *h)
+static void pack_options(struct sp_capture *r, struct sp_mapw *h)
 {
 	struct sp_mapw m;
 	sp_mapw_key(h, "options");
@@ -200,7 +200,7 @@ static void pack_options(struct sp_recorder *r, struct sp_mapw *h)
 	sp_mapw_end(&m);
 }
 
-int sp_recorder_start(struct sp_recorder *r, int argc, char **argv)
+int sp_capture_start(struct sp_capture *r, int argc, char **argv)
 {
 	if (sp_rec_release_command(r) < 0)
 		return -1;
@@ -238,7 +238,7 @@ int sp_recorder_start(struct sp_recorder *r, int argc, char **argv)
 	return 0;
 }
 
-int sp_recorder_poll(struct sp_recorder *r, int timeout_ms)
+int sp_capture_poll(struct sp_capture *r, int timeout_ms)
 {
 	struct pollfd pfd[SP_REC_MAX_CPUS + 64];
 	nfds_t n = 0;
@@ -292,7 +292,7 @@ static bool kallsyms_has_addresses(void)
 }
 
 /* With --archive: each process's perf map (by pid and start) and kallsyms. */
-static void archive_at_end(struct sp_recorder *r, uint64_t end)
+static void archive_at_end(struct sp_capture *r, uint64_t end)
 {
 	size_t i = 0;
 	uint64_t pid;
@@ -330,7 +330,7 @@ static void archive_at_end(struct sp_recorder *r, uint64_t end)
 }
 
 /* The summary record: every counter of the recording. */
-static void pack_summary(struct sp_recorder *r, uint64_t end)
+static void pack_summary(struct sp_capture *r, uint64_t end)
 {
 	uint64_t lost = r->lost_events > r->lost_samples_format ?
 			r->lost_events : r->lost_samples_format;
@@ -351,7 +351,7 @@ static void pack_summary(struct sp_recorder *r, uint64_t end)
 	sp_write_summary(r->w, &s);
 }
 
-int sp_recorder_finish(struct sp_recorder *r)
+int sp_capture_finish(struct sp_capture *r)
 {
 	if (r->finished)
 		return 0;

@@ -1,18 +1,18 @@
 /*
  * The recorder: samples processes with perf_event_open and writes the raw
  * stream (format/sp-stream.md).  Functions return 0 or -1 and keep the
- * message on the handle (sp_recorder_error()); nothing prints.  The
- * kernel settings that bound a recording (sp_max_sample_rate(),
+ * message on the handle (sp_capture_error()); nothing prints.  The
+ * kernel settings that bound a recording (sp_kernel_max_sample_rate(),
  * sp_perf_paranoid()) are read by util/procfs.h.
  *
- * Use: sp_recorder_new(), then sp_recorder_attach() for each running
- * process and/or sp_recorder_launch() for a command, then
- * sp_recorder_start() (writes the header and the state read at attach,
- * releases a launched command), sp_recorder_poll() until done, and
- * sp_recorder_finish() (disables sampling, drains, writes the summary).
+ * Use: sp_capture_new(), then sp_capture_attach() for each running
+ * process and/or sp_capture_launch() for a command, then
+ * sp_capture_start() (writes the header and the state read at attach,
+ * releases a launched command), sp_capture_poll() until done, and
+ * sp_capture_finish() (disables sampling, drains, writes the summary).
  */
-#ifndef SP_RECORDER_H
-#define SP_RECORDER_H
+#ifndef SP_CAPTURE_RECORDER_H
+#define SP_CAPTURE_RECORDER_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,7 +26,7 @@
 #define SP_DEFAULT_STACK_SIZE 32768u
 #define SP_DEFAULT_FREQUENCY 999u
 
-struct sp_recorder_options {
+struct sp_capture_options {
 	uint64_t frequency;		/* samples per second per thread */
 	uint32_t stack_size;		/* bytes; a multiple of 8 */
 	bool kernel;			/* kernel callchains */
@@ -46,10 +46,10 @@ struct sp_recorder_options {
 	bool command_stdout_to_stderr;	/* the stream is on standard output */
 };
 
-struct sp_recorder;
+struct sp_capture;
 
 /* Counters for a live status line. */
-struct sp_recorder_stats {
+struct sp_capture_stats {
 	uint64_t samples, lost, bytes;
 	unsigned processes_alive;
 };
@@ -58,13 +58,13 @@ struct sp_recorder_stats {
  * Creates a recorder writing to w (not owned).  Returns NULL only when
  * memory runs out.
  */
-struct sp_recorder *sp_recorder_new(const struct sp_recorder_options *o,
+struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
 				    struct sp_writer *w);
 
 /* Frees the recorder, closing its events; continues any stopped target. */
-void sp_recorder_free(struct sp_recorder *r);
+void sp_capture_free(struct sp_capture *r);
 
-const char *sp_recorder_error(const struct sp_recorder *r);
+const char *sp_capture_error(const struct sp_capture *r);
 
 /*
  * Attaches to a running process (pid is a TGID): opens and enables
@@ -75,23 +75,23 @@ const char *sp_recorder_error(const struct sp_recorder *r);
  * continued.  Returns 0, or -1 (the process is left running as it was,
  * with no event of ours).
  */
-int sp_recorder_attach(struct sp_recorder *r, pid_t pid);
+int sp_capture_attach(struct sp_capture *r, pid_t pid);
 
 /* The same for exactly the threads tids[0..n) of process pid (as perf -t). */
-int sp_recorder_attach_threads(struct sp_recorder *r, pid_t pid, const pid_t *tids, size_t n);
+int sp_capture_attach_threads(struct sp_capture *r, pid_t pid, const pid_t *tids, size_t n);
 
 /*
  * Starts argv[0] (searched in PATH) as a child held before exec; events
  * are opened on it now and enabled when it execs.  *child receives its
  * pid.  Returns 0, or -1 when it cannot be started or profiled.
  */
-int sp_recorder_launch(struct sp_recorder *r, char *const argv[], pid_t *child);
+int sp_capture_launch(struct sp_capture *r, char *const argv[], pid_t *child);
 
 /*
  * Writes the header (with the tool's argv and the target list) and the
  * state read at attach, then lets a launched command exec.
  */
-int sp_recorder_start(struct sp_recorder *r, int argc, char **argv);
+int sp_capture_start(struct sp_capture *r, int argc, char **argv);
 
 /*
  * Waits up to timeout_ms for data, then drains every ring buffer and
@@ -99,29 +99,29 @@ int sp_recorder_start(struct sp_recorder *r, int argc, char **argv);
  * every target has exited, -1 on an error (a write error stops the
  * recording: see sp_writer_error()).
  */
-int sp_recorder_poll(struct sp_recorder *r, int timeout_ms);
+int sp_capture_poll(struct sp_capture *r, int timeout_ms);
 
 /* Opens events for threads of the targets that have none yet. */
-int sp_recorder_refresh_threads(struct sp_recorder *r);
+int sp_capture_refresh_threads(struct sp_capture *r);
 
 /*
  * Ends the recording: disables sampling, drains once more, writes the
  * summary and flushes.  Returns 0 or -1.
  */
-int sp_recorder_finish(struct sp_recorder *r);
+int sp_capture_finish(struct sp_capture *r);
 
 /*
  * Continues every target the recorder stopped and has not yet continued.
  * Async-signal-safe: a fatal signal handler may call it.
  */
-void sp_recorder_continue_targets(void);
+void sp_capture_continue_targets(void);
 
-void sp_recorder_get_stats(const struct sp_recorder *r, struct sp_recorder_stats *s);
+void sp_capture_get_stats(const struct sp_capture *r, struct sp_capture_stats *s);
 
 /* Whether kernel sampling was asked for but denied (and dropped). */
-bool sp_recorder_kernel_fell_back(const struct sp_recorder *r);
+bool sp_capture_kernel_fell_back(const struct sp_capture *r);
 
 /* The launched command's wait status once it has ended; -1 before. */
-int sp_recorder_command_status(const struct sp_recorder *r);
+int sp_capture_command_status(const struct sp_capture *r);
 
 #endif

@@ -16,7 +16,7 @@
 #include "stream/records.h"
 
 /* The pages of each CPU's ring (a power of two, without the control page). */
-size_t sp_rec_ring_pages(const struct sp_recorder *r)
+size_t sp_rec_ring_pages(const struct sp_capture *r)
 {
 	if (r->o.mmap_pages)
 		return r->o.mmap_pages;
@@ -46,7 +46,7 @@ size_t sp_rec_ring_pages(const struct sp_recorder *r)
 }
 
 /* Gives the event a ring: the CPU's existing one, or a new mapping. */
-int sp_rec_ring_attach(struct sp_recorder *r, int fd, int ci)
+int sp_rec_ring_attach(struct sp_capture *r, int fd, int ci)
 {
 	struct sp_rec_ring *g = &r->rings[ci];
 	if (g->fd >= 0) {
@@ -99,12 +99,12 @@ static struct sample_id trailer(const unsigned char *rec, size_t size)
 	return s;
 }
 
-static void bad_record(struct sp_recorder *r)
+static void bad_record(struct sp_capture *r)
 {
 	r->errors[SP_E_BAD_KERNEL_RECORD]++;
 }
 
-static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t size,
+static void handle_mmap2(struct sp_capture *r, const unsigned char *rec, size_t size,
 			 uint16_t misc)
 {
 	struct {
@@ -165,7 +165,7 @@ static void handle_mmap2(struct sp_recorder *r, const unsigned char *rec, size_t
  * The side-band records as queued: comm and exec, fork and exit, lost,
  * throttle and unthrottle.
  */
-static void queue(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time,
+static void queue(struct sp_capture *r, enum sp_rec_kind kind, uint64_t time,
 		  const void *p, size_t n)
 {
 	size_t s = sp_rec_q_begin(r);
@@ -173,7 +173,7 @@ static void queue(struct sp_recorder *r, enum sp_rec_kind kind, uint64_t time,
 	sp_rec_q_end(r, kind, time, s);
 }
 
-static void handle_comm(struct sp_recorder *r, const unsigned char *rec, size_t size,
+static void handle_comm(struct sp_capture *r, const unsigned char *rec, size_t size,
 			uint16_t misc)
 {
 	size_t hdr = sizeof(struct perf_event_header);
@@ -202,7 +202,7 @@ static void handle_comm(struct sp_recorder *r, const unsigned char *rec, size_t 
 	}
 }
 
-static void handle_task(struct sp_recorder *r, const unsigned char *rec, size_t size,
+static void handle_task(struct sp_capture *r, const unsigned char *rec, size_t size,
 			bool fork)
 {
 	size_t hdr = sizeof(struct perf_event_header);
@@ -245,7 +245,7 @@ static void handle_task(struct sp_recorder *r, const unsigned char *rec, size_t 
 	}
 }
 
-static void handle_lost(struct sp_recorder *r, const unsigned char *rec, size_t size,
+static void handle_lost(struct sp_capture *r, const unsigned char *rec, size_t size,
 			bool samples)
 {
 	size_t hdr = sizeof(struct perf_event_header);
@@ -262,7 +262,7 @@ static void handle_lost(struct sp_recorder *r, const unsigned char *rec, size_t 
 	queue(r, SP_REC_LOST, l.time, &l, sizeof(l));
 }
 
-static void handle_throttle(struct sp_recorder *r, const unsigned char *rec, size_t size,
+static void handle_throttle(struct sp_capture *r, const unsigned char *rec, size_t size,
 			    bool throttle)
 {
 	size_t hdr = sizeof(struct perf_event_header);
@@ -278,7 +278,7 @@ static void handle_throttle(struct sp_recorder *r, const unsigned char *rec, siz
 }
 
 /* Writes a queued comm, exec, fork, exit, lost, throttle or unthrottle. */
-void sp_rec_write_event(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p)
+void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsigned char *p)
 {
 	/* The queue keeps the record's struct as it was copied in, maybe unaligned. */
 	union {
@@ -307,7 +307,7 @@ void sp_rec_write_event(struct sp_recorder *r, enum sp_rec_kind kind, const unsi
 	}
 }
 
-static void handle_record(struct sp_recorder *r, const unsigned char *rec, size_t size)
+static void handle_record(struct sp_capture *r, const unsigned char *rec, size_t size)
 {
 	struct perf_event_header h;
 	memcpy(&h, rec, sizeof(h));
@@ -326,7 +326,7 @@ static void handle_record(struct sp_recorder *r, const unsigned char *rec, size_
 }
 
 /* Copies every complete record out of one ring. */
-static void drain_ring(struct sp_recorder *r, struct sp_rec_ring *g)
+static void drain_ring(struct sp_capture *r, struct sp_rec_ring *g)
 {
 	struct perf_event_mmap_page *pg = (struct perf_event_mmap_page *)g->base;
 	unsigned char *data = g->base + (size_t)sysconf(_SC_PAGESIZE);
@@ -357,7 +357,7 @@ static void drain_ring(struct sp_recorder *r, struct sp_rec_ring *g)
 }
 
 /* Drains every ring, then writes the queue up to limit and flushes. */
-int sp_rec_drain(struct sp_recorder *r, uint64_t limit)
+int sp_rec_drain(struct sp_capture *r, uint64_t limit)
 {
 	for (int ci = 0; ci < r->ncpus; ci++)
 		if (r->rings[ci].fd >= 0)

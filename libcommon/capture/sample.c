@@ -22,7 +22,7 @@ struct pending_sample {
  * context markers dropped: returns their number, and queues each when
  * queue is set.  When user is set, the user entries are counted there.
  */
-static uint64_t kernel_entries(struct sp_recorder *r, const unsigned char *ips, uint64_t nr,
+static uint64_t kernel_entries(struct sp_capture *r, const unsigned char *ips, uint64_t nr,
 			       bool queue, uint64_t *user)
 {
 	uint64_t n = 0, ctx = 0;
@@ -46,7 +46,7 @@ static uint64_t kernel_entries(struct sp_recorder *r, const unsigned char *ips, 
  * The fields follow sample_type's bit order: TID, TIME, CPU, PERIOD,
  * CALLCHAIN (with --kernel), REGS_USER, STACK_USER.
  */
-void sp_rec_handle_sample(struct sp_recorder *r, const unsigned char *rec, size_t size)
+void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t size)
 {
 	const unsigned char *p = rec + sizeof(struct perf_event_header), *end = rec + size;
 	uint32_t pid, tid, cpu;
@@ -137,7 +137,7 @@ bad:
 }
 
 /* Writes a queued sample, sharing its stack copy's tail. */
-void sp_rec_write_sample(struct sp_recorder *r, const unsigned char *p)
+void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p)
 {
 	struct pending_sample ps;
 	memcpy(&ps, p, sizeof(ps));

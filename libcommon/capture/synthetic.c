@@ -35,7 +35,7 @@ int sp_rec_bid_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_ent
 	return x->dev != y->dev || x->ino != y->ino;
 }
 
-void sp_rec_proc_ns(struct sp_recorder *r, pid_t pid, uint32_t *nspid, uint64_t *mntns)
+void sp_rec_proc_ns(struct sp_capture *r, pid_t pid, uint32_t *nspid, uint64_t *mntns)
 {
 	struct sp_proc_ns ns;
 	struct sp_rec_proc *p = sp_rec_proc_get(r, pid, true);
@@ -74,7 +74,7 @@ static int build_id_in_root(pid_t pid, const char *path, unsigned char *id)
  * id; its length, 0 for none, -1 when unreadable.  Files with an inode
  * are remembered, 4096 at most.
  */
-int sp_rec_build_id(struct sp_recorder *r, pid_t pid, const char *path, const char *alt,
+int sp_rec_build_id(struct sp_capture *r, pid_t pid, const char *path, const char *alt,
 		    uint64_t dev, uint64_t ino, unsigned char *id)
 {
 	struct sp_rec_bid key = { .dev = dev, .ino = ino };
@@ -161,7 +161,7 @@ struct q_thread {
 	char comm[64];
 };
 
-void sp_rec_queue_runtime(struct sp_recorder *r, pid_t pid, uint64_t time,
+void sp_rec_queue_runtime(struct sp_capture *r, pid_t pid, uint64_t time,
 			  bool cpython, const char *via)
 {
 	struct q_runtime q = { pid, time, cpython, via };
@@ -171,7 +171,7 @@ void sp_rec_queue_runtime(struct sp_recorder *r, pid_t pid, uint64_t time,
 }
 
 /* Updates a process's CPython status from a newly mapped file. */
-void sp_rec_note_mapping_runtime(struct sp_recorder *r, pid_t pid, const char *path,
+void sp_rec_note_mapping_runtime(struct sp_capture *r, pid_t pid, const char *path,
 				 uint64_t time)
 {
 	const char *via;
@@ -182,7 +182,7 @@ void sp_rec_note_mapping_runtime(struct sp_recorder *r, pid_t pid, const char *p
 	}
 }
 
-void sp_rec_queue_map(struct sp_recorder *r, const struct sp_rec_map *m)
+void sp_rec_queue_map(struct sp_capture *r, const struct sp_rec_map *m)
 {
 	struct q_map q = {
 		.pid = m->pid, .tid = m->tid, .time = m->time, .start = m->start,
@@ -204,7 +204,7 @@ void sp_rec_queue_map(struct sp_recorder *r, const struct sp_rec_map *m)
 	sp_rec_q_end(r, SP_REC_MAP, m->time, s);
 }
 
-void sp_rec_queue_archive(struct sp_recorder *r, const struct sp_rec_archive *a)
+void sp_rec_queue_archive(struct sp_capture *r, const struct sp_rec_archive *a)
 {
 	struct q_archive q = {
 		.time = a->time, .start_time = a->start_time, .kind = a->kind, .pid = a->pid,
@@ -225,7 +225,7 @@ void sp_rec_queue_archive(struct sp_recorder *r, const struct sp_rec_archive *a)
  * With --archive: the identity of a mapped file without a build-id (its
  * content, into cid), and the file itself kept once in the archive.
  */
-void sp_rec_archive_map(struct sp_recorder *r, pid_t pid, uint64_t time, uint64_t start,
+void sp_rec_archive_map(struct sp_capture *r, pid_t pid, uint64_t time, uint64_t start,
 			uint64_t end, const char *path, const unsigned char *bid, int bidlen,
 			unsigned char *cid, bool *have_cid)
 {
@@ -256,7 +256,7 @@ void sp_rec_archive_map(struct sp_recorder *r, pid_t pid, uint64_t time, uint64_
 
 /* State synthesized from /proc at attach. */
 
-void sp_rec_synth_process(struct sp_recorder *r, pid_t pid, const struct sp_proc_stat *st,
+void sp_rec_synth_process(struct sp_capture *r, pid_t pid, const struct sp_proc_stat *st,
 			  uint64_t time)
 {
 	char exe[4096], cmd[8192];
@@ -280,7 +280,7 @@ void sp_rec_synth_process(struct sp_recorder *r, pid_t pid, const struct sp_proc
 	sp_rec_q_end(r, SP_REC_PROCESS, time, s);
 }
 
-void sp_rec_synth_thread(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t time)
+void sp_rec_synth_thread(struct sp_capture *r, pid_t pid, pid_t tid, uint64_t time)
 {
 	struct q_thread q = { .pid = pid, .tid = tid, .time = time };
 	q.have_comm = sp_proc_thread_comm(pid, tid, q.comm, sizeof(q.comm)) == 0;
@@ -291,7 +291,7 @@ void sp_rec_synth_thread(struct sp_recorder *r, pid_t pid, pid_t tid, uint64_t t
 }
 
 struct synth_ctx {
-	struct sp_recorder *r;
+	struct sp_capture *r;
 	pid_t pid;
 	uint64_t time;
 	const char *via;	/* why the process is CPython, or NULL */
@@ -330,7 +330,7 @@ static int synth_map(const struct sp_proc_map *m, void *arg)
 	return 0;
 }
 
-const char *sp_rec_synth_maps(struct sp_recorder *r, pid_t pid, uint64_t time)
+const char *sp_rec_synth_maps(struct sp_capture *r, pid_t pid, uint64_t time)
 {
 	char exe[4096];
 	struct synth_ctx c = { r, pid, time, NULL };
@@ -342,7 +342,7 @@ const char *sp_rec_synth_maps(struct sp_recorder *r, pid_t pid, uint64_t time)
 }
 
 /* Writes a queued map, runtime, archive, process or thread record. */
-void sp_rec_write_synth(struct sp_recorder *r, enum sp_rec_kind kind, const unsigned char *p)
+void sp_rec_write_synth(struct sp_capture *r, enum sp_rec_kind kind, const unsigned char *p)
 {
 	if (kind == SP_REC_RUNTIME) {
 		struct q_runtime q;

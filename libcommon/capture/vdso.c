@@ -110,7 +110,7 @@ static void *own_image(pid_t pid, uint64_t len, size_t *size)
 }
 
 /* Whether the image of this build-id was already given to the stream; notes it if not. */
-static bool image_seen(struct sp_recorder *r, const unsigned char *bid, int len)
+static bool image_seen(struct sp_capture *r, const unsigned char *bid, int len)
 {
 	for (size_t i = 0; i < r->nimages; i++)
 		if (r->images[i].len == len && memcmp(r->images[i].id, bid, (size_t)len) == 0)
@@ -135,7 +135,7 @@ struct q_image {
  * it), and it goes out ahead of records of earlier times and of the
  * process records it may precede: it is written without pid and time.
  */
-static void queue_image(struct sp_recorder *r, const unsigned char *bid, int bidlen,
+static void queue_image(struct sp_capture *r, const unsigned char *bid, int bidlen,
 			const void *data, size_t len)
 {
 	struct q_image q = { .bidlen = bidlen, .len = len };
@@ -146,7 +146,7 @@ static void queue_image(struct sp_recorder *r, const unsigned char *bid, int bid
 	sp_rec_q_end(r, SP_REC_IMAGE, 0, s);
 }
 
-void sp_rec_write_image(struct sp_recorder *r, const unsigned char *p)
+void sp_rec_write_image(struct sp_capture *r, const unsigned char *p)
 {
 	struct q_image q;
 	memcpy(&q, p, sizeof(q));
@@ -157,7 +157,7 @@ void sp_rec_write_image(struct sp_recorder *r, const unsigned char *p)
 	sp_write_image(r->w, &im);
 }
 
-int sp_rec_vdso_identify(struct sp_recorder *r, pid_t pid, uint64_t start, uint64_t len,
+int sp_rec_vdso_identify(struct sp_capture *r, pid_t pid, uint64_t start, uint64_t len,
 			 unsigned char *bid)
 {
 	if (len == 0 || len > VDSO_MAX_LEN)

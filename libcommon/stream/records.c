@@ -344,9 +344,9 @@ void sp_write_summary(struct sp_writer *w, const struct sp_summary_rec *s)
 	msgpack_pack_array(sp_mapw_key(&m, "error_stats"), SP_E_COUNT);
 	for (int k = 0; k < SP_E_COUNT; k++) {
 		sp_mapw_begin(&e, w);
-		sp_mapw_str(&e, "kind", sp_error_kind_name((enum sp_error_kind)k));
+		sp_mapw_str(&e, "kind", sp_errkind_name((enum sp_error_kind)k));
 		sp_mapw_u64(&e, "count", s->errors[k]);
-		sp_mapw_str(&e, "description", sp_error_kind_description((enum sp_error_kind)k));
+		sp_mapw_str(&e, "description", sp_errkind_description((enum sp_error_kind)k));
 		sp_mapw_end(&e);
 	}
 	sp_mapw_u64(&m, "skipped_no_pid", s->skipped_no_pid);

@@ -25,12 +25,12 @@ static const char *term(const struct term *t, unsigned n, unsigned i, int descri
 	return description ? t[i].description : t[i].name;
 }
 
-const char *sp_error_kind_name(enum sp_error_kind k)
+const char *sp_errkind_name(enum sp_error_kind k)
 {
 	return term(error_kinds, SP_E_COUNT, k, 0);
 }
 
-const char *sp_error_kind_description(enum sp_error_kind k)
+const char *sp_errkind_description(enum sp_error_kind k)
 {
 	return term(error_kinds, SP_E_COUNT, k, 1);
 }

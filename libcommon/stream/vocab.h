@@ -36,8 +36,8 @@ enum sp_error_kind {
 	SP_E_COUNT
 };
 
-const char *sp_error_kind_name(enum sp_error_kind k);
-const char *sp_error_kind_description(enum sp_error_kind k);
+const char *sp_errkind_name(enum sp_error_kind k);
+const char *sp_errkind_description(enum sp_error_kind k);
 
 /* Stages of processing a stream has been through. */
 enum sp_stage {

@@ -84,7 +84,7 @@ struct frame {
 
 enum { KALLSYMS_UNTRIED, KALLSYMS_LOADED, KALLSYMS_NONE };
 
-/* A stack kept for naming again (sp_symbolizer_keep_stack()). */
+/* A stack kept for naming again (sp_namer_keep_stack()). */
 struct kept {
 	uint64_t id;
 	struct sp_stack_frame *f;
@@ -94,7 +94,7 @@ struct kept {
 /* At most this many frames of kept stacks (32 MiB). */
 #define MAX_KEPT_FRAMES (1u << 20)
 
-struct sp_symbolizer {
+struct sp_namer {
 	const struct sp_sym_search *s;
 	sp_sym_warn_fn *warn;
 	void *warn_arg;
@@ -145,10 +145,10 @@ const char *sp_sym_origin_name(enum sp_sym_origin o)
 	return (unsigned)o < SP_ORIGIN_COUNT ? origin_names[o] : "address-only";
 }
 
-static void warnf(struct sp_symbolizer *sym, const char *fmt, ...)
+static void warnf(struct sp_namer *sym, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static void warnf(struct sp_symbolizer *sym, const char *fmt, ...)
+static void warnf(struct sp_namer *sym, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -194,7 +194,7 @@ static void frame_free(struct sp_hashmap_entry *e)
 }
 
 /* Reads the kallsyms that names kernel frames, once per boot of the stream. */
-static int kallsyms_load(struct sp_symbolizer *sym, struct sp_error *err)
+static int kallsyms_load(struct sp_namer *sym, struct sp_error *err)
 {
 	const char *path = sym->s->kallsyms;
 	if (sym->kstate != KALLSYMS_UNTRIED)
@@ -217,10 +217,10 @@ static int kallsyms_load(struct sp_symbolizer *sym, struct sp_error *err)
 	return 0;
 }
 
-struct sp_symbolizer *sp_symbolizer_new(const struct sp_sym_search *s, sp_sym_warn_fn *warn,
+struct sp_namer *sp_namer_new(const struct sp_sym_search *s, sp_sym_warn_fn *warn,
 					void *warn_arg, struct sp_error *err)
 {
-	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
+	struct sp_namer *sym = calloc(1, sizeof(*sym));
 	if (sym) {
 		sym->perfmaps = sp_perfmaps_new(s, warn, warn_arg);
 		sym->jitdumps = sp_jitdumps_new(warn, warn_arg);
@@ -245,13 +245,13 @@ struct sp_symbolizer *sp_symbolizer_new(const struct sp_sym_search *s, sp_sym_wa
 	sp_symtab_init(&sym->ksyms);
 	/* A kallsyms file given is checked before anything is written. */
 	if (s->kallsyms && kallsyms_load(sym, err) < 0) {
-		sp_symbolizer_free(sym);
+		sp_namer_free(sym);
 		return NULL;
 	}
 	return sym;
 }
 
-static void reset_segment(struct sp_symbolizer *sym)
+static void reset_segment(struct sp_namer *sym)
 {
 	for (size_t i = 0; i < sym->nmodules; i++)
 		free(sym->modules[i].path);
@@ -277,7 +277,7 @@ static void reset_segment(struct sp_symbolizer *sym)
 	sym->fresh = false;
 }
 
-void sp_symbolizer_free(struct sp_symbolizer *sym)
+void sp_namer_free(struct sp_namer *sym)
 {
 	if (!sym)
 		return;
@@ -303,12 +303,12 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym);
 }
 
-const char *sp_symbolizer_error(const struct sp_symbolizer *sym)
+const char *sp_namer_error(const struct sp_namer *sym)
 {
 	return sp_error_message(&sym->err);
 }
 
-void sp_symbolizer_begin_segment(struct sp_symbolizer *sym, const msgpack_object *hdr)
+void sp_namer_begin_segment(struct sp_namer *sym, const msgpack_object *hdr)
 {
 	bool boot = sp_header_same_boot(hdr);
 	reset_segment(sym);
@@ -327,7 +327,7 @@ void sp_symbolizer_begin_segment(struct sp_symbolizer *sym, const msgpack_object
  * A server that cannot be reached is said once: otherwise a wrong
  * DEBUGINFOD_URLS looks the same as a server without the file.
  */
-static int debuginfod_find(struct sp_symbolizer *sym, struct modsym *m, char *found,
+static int debuginfod_find(struct sp_namer *sym, struct modsym *m, char *found,
 			   size_t foundlen)
 {
 	debuginfod_client *dc = debuginfod_begin();
@@ -363,7 +363,7 @@ static uint64_t lastmap_key(const char *path, size_t len)
 }
 
 /* The symbolizer of the file of a module at path with identity bid. */
-static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, const void *bid,
+static struct modsym *modsym_get(struct sp_namer *sym, const char *path, const void *bid,
 				 size_t bidlen, bool content)
 {
 	const struct sp_modfile_proc *live = sym->this_boot ?
@@ -421,7 +421,7 @@ static struct modsym *modsym_get(struct sp_symbolizer *sym, const char *path, co
  * the build-id bid (bidlen 0: any, or none); its build-id goes to *out
  * when out is given.  NULL when it is not.
  */
-static struct sp_elfsym *open_image(struct sp_symbolizer *sym, const void *image, size_t size,
+static struct sp_elfsym *open_image(struct sp_namer *sym, const void *image, size_t size,
 				    const unsigned char *bid, int bidlen, unsigned char *out,
 				    int *outlen)
 {
@@ -447,7 +447,7 @@ static struct sp_elfsym *open_image(struct sp_symbolizer *sym, const void *image
  * The vDSO of this process: in the same boot it is the image the
  * recorded processes of its ABI had.
  */
-static struct sp_elfsym *own_vdso(struct sp_symbolizer *sym)
+static struct sp_elfsym *own_vdso(struct sp_namer *sym)
 {
 	if (sym->vdso_tried)
 		return sym->vdso;
@@ -459,7 +459,7 @@ static struct sp_elfsym *own_vdso(struct sp_symbolizer *sym)
 }
 
 /* The stream's image of a vDSO of this path and build-id, or NULL. */
-static struct vimage *vimage_find(struct sp_symbolizer *sym, const char *path, const void *bid,
+static struct vimage *vimage_find(struct sp_namer *sym, const char *path, const void *bid,
 				  size_t bidlen)
 {
 	for (size_t i = 0; bidlen && i < sym->nvimages; i++) {
@@ -472,7 +472,7 @@ static struct vimage *vimage_find(struct sp_symbolizer *sym, const char *path, c
 }
 
 /* Keeps an image record's bytes, the first of each path and build-id. */
-static int vimage_note(struct sp_symbolizer *sym, const struct sp_record *rec)
+static int vimage_note(struct sp_namer *sym, const struct sp_record *rec)
 {
 	const char *p;
 	size_t pl, bidlen, len;
@@ -505,7 +505,7 @@ static int vimage_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 }
 
 /* The symbolizer of a vDSO module: its image from the stream, or this process's. */
-static struct sp_elfsym *vdso_of(struct sp_symbolizer *sym, const struct module *mod)
+static struct sp_elfsym *vdso_of(struct sp_namer *sym, const struct module *mod)
 {
 	struct vimage *v = mod->vimg;
 	if (v && !v->tried) {
@@ -524,7 +524,7 @@ static struct sp_elfsym *vdso_of(struct sp_symbolizer *sym, const struct module 
  * is used for a stream of this boot, unless the module's build-id is
  * another.
  */
-static void vdso_module(struct sp_symbolizer *sym, struct module *m, const void *bid,
+static void vdso_module(struct sp_namer *sym, struct module *m, const void *bid,
 			size_t bidlen)
 {
 	m->vimg = vimage_find(sym, m->path, bid, bidlen);
@@ -533,7 +533,7 @@ static void vdso_module(struct sp_symbolizer *sym, struct module *m, const void 
 				memcmp(sym->vdso_bid, bid, bidlen) != 0;
 }
 
-int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *rec)
+int sp_namer_add_module(struct sp_namer *sym, const struct sp_record *rec)
 {
 	uint64_t id = 0, pid = 0;
 	const char *p = "", *k = NULL;
@@ -578,7 +578,7 @@ int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *
 }
 
 /* Remembers the latest mapping of a file, by its path (see lastmaps). */
-static int note_lastmap(struct sp_symbolizer *sym, const struct sp_record *rec)
+static int note_lastmap(struct sp_namer *sym, const struct sp_record *rec)
 {
 	uint64_t pid = 0, start = 0, len = 0;
 	const char *p;
@@ -604,7 +604,7 @@ static int note_lastmap(struct sp_symbolizer *sym, const struct sp_record *rec)
 	return 0;
 }
 
-int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
+int sp_namer_note(struct sp_namer *sym, const struct sp_record *rec)
 {
 	if (sp_perfmaps_note(sym->perfmaps, rec) < 0)
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
@@ -635,9 +635,9 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec)
 	return 0;
 }
 
-static struct module *module_of(struct sp_symbolizer *sym, uint64_t id);
+static struct module *module_of(struct sp_namer *sym, uint64_t id);
 
-int sp_symbolizer_keep_stack(struct sp_symbolizer *sym, uint64_t id,
+int sp_namer_keep_stack(struct sp_namer *sym, uint64_t id,
 			     const struct sp_stack_frame *f, size_t n)
 {
 	if (sym->kept_frames + n > MAX_KEPT_FRAMES)
@@ -661,7 +661,7 @@ int sp_symbolizer_keep_stack(struct sp_symbolizer *sym, uint64_t id,
 	return 0;
 }
 
-bool sp_symbolizer_next_stale(struct sp_symbolizer *sym, uint64_t *id,
+bool sp_namer_next_stale(struct sp_namer *sym, uint64_t *id,
 			      const struct sp_stack_frame **f, size_t *n)
 {
 	if (sym->nextstale)	/* the one handed back last is done with */
@@ -686,12 +686,12 @@ bool sp_symbolizer_next_stale(struct sp_symbolizer *sym, uint64_t *id,
 	return true;
 }
 
-static struct module *module_of(struct sp_symbolizer *sym, uint64_t id)
+static struct module *module_of(struct sp_namer *sym, uint64_t id)
 {
 	return id < sym->nmodules && sym->modules[id].defined ? &sym->modules[id] : NULL;
 }
 
-int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame *f, uint64_t *id)
+int sp_namer_intern(struct sp_namer *sym, const struct sp_stack_frame *f, uint64_t *id)
 {
 	struct frame key = { .k = { f->module, f->addr, f->flags, 0 } };
 	if (f->flags & SP_FRAME_MARKER)
@@ -722,13 +722,13 @@ int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame 
 	return 1;
 }
 
-bool sp_symbolizer_unnamed(const struct sp_symbolizer *sym, uint64_t id)
+bool sp_namer_unnamed(const struct sp_namer *sym, uint64_t id)
 {
 	return id < sym->nunnamed && sym->unnamed[id];
 }
 
 /* Notes whether the frame interned last, resolved now, is JIT code left unnamed. */
-static void note_unnamed(struct sp_symbolizer *sym, const struct sp_symframe *out)
+static void note_unnamed(struct sp_namer *sym, const struct sp_symframe *out)
 {
 	if (!sym->fresh)
 		return;
@@ -774,7 +774,7 @@ static void from_elf(struct sp_symframe *out, const struct sp_symres *r, unsigne
 	}
 }
 
-void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_frame *f,
+void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 			   struct sp_symframe *out)
 {
 	unsigned kind = f->flags & SP_FRAME_KIND_MASK, back = f->flags & SP_FRAME_RETADDR ? 1 : 0;
@@ -874,7 +874,7 @@ void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_fram
 	note_unnamed(sym, out);
 }
 
-void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_sym_stats *st)
+void sp_namer_stats(const struct sp_namer *sym, struct sp_sym_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->frames = sym->nframes;

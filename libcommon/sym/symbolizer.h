@@ -7,11 +7,11 @@
  * the process's perf map for JIT code.  A frame without a name still
  * gets one that says where it is (module+0xOFFSET).
  *
- *	struct sp_symbolizer *sym = sp_symbolizer_new(&search, warn, arg, &err);
- *	for each record: header -> sp_symbolizer_begin_segment(),
- *	    module -> sp_symbolizer_add_module(), stack -> for each frame
- *	    sp_stack_frame_decode(), sp_symbolizer_intern() and, for a new one,
- *	    sp_symbolizer_resolve(); others -> sp_symbolizer_note().
+ *	struct sp_namer *sym = sp_namer_new(&search, warn, arg, &err);
+ *	for each record: header -> sp_namer_begin_segment(),
+ *	    module -> sp_namer_add_module(), stack -> for each frame
+ *	    sp_stack_frame_decode(), sp_namer_intern() and, for a new one,
+ *	    sp_namer_resolve(); others -> sp_namer_note().
  */
 #ifndef SP_SYM_SYMBOLIZER_H
 #define SP_SYM_SYMBOLIZER_H
@@ -75,7 +75,7 @@ struct sp_sym_stats {
 	const char *kallsyms;		/* the kallsyms read, or "none" */
 };
 
-struct sp_symbolizer;
+struct sp_namer;
 
 /*
  * A symbolizer with the settings s (finished; they must outlive it).
@@ -84,29 +84,29 @@ struct sp_symbolizer;
  * now: NULL with the reason in *err when it is unusable (unless it is
  * the archive's own: then a warning) or memory runs out.
  */
-struct sp_symbolizer *sp_symbolizer_new(const struct sp_sym_search *s, sp_sym_warn_fn *warn,
+struct sp_namer *sp_namer_new(const struct sp_sym_search *s, sp_sym_warn_fn *warn,
 					void *warn_arg, struct sp_error *err);
-void sp_symbolizer_free(struct sp_symbolizer *sym);
+void sp_namer_free(struct sp_namer *sym);
 
 /* The last error of sym. */
-const char *sp_symbolizer_error(const struct sp_symbolizer *sym);
+const char *sp_namer_error(const struct sp_namer *sym);
 
 /*
  * A new segment begins with the header hdr: its modules, processes and
  * frame ids are forgotten; whether it was recorded in this boot decides
  * the default kallsyms, the vDSO and trust in modules without an identity.
  */
-void sp_symbolizer_begin_segment(struct sp_symbolizer *sym, const msgpack_object *hdr);
+void sp_namer_begin_segment(struct sp_namer *sym, const msgpack_object *hdr);
 
 /*
  * A module record: an ELF module's file is found and opened now (once
  * per path and identity across segments).  Returns 0, or -1 when memory
  * runs out.
  */
-int sp_symbolizer_add_module(struct sp_symbolizer *sym, const struct sp_record *rec);
+int sp_namer_add_module(struct sp_namer *sym, const struct sp_record *rec);
 
 /* Any other record: what the perf-map rules need.  0, or -1 out of memory. */
-int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec);
+int sp_namer_note(struct sp_namer *sym, const struct sp_record *rec);
 
 /*
  * The segment's id of frame f in *id.  Returns 1 when f is new (resolve
@@ -114,7 +114,7 @@ int sp_symbolizer_note(struct sp_symbolizer *sym, const struct sp_record *rec);
  * memory runs out.  A JIT frame is new again once its perf map is read
  * again.
  */
-int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame *f, uint64_t *id);
+int sp_namer_intern(struct sp_namer *sym, const struct sp_stack_frame *f, uint64_t *id);
 
 /*
  * JIT code is often named after its first samples: a JIT writes its
@@ -122,23 +122,23 @@ int sp_symbolizer_intern(struct sp_symbolizer *sym, const struct sp_stack_frame 
  * JIT frame left unnamed, of a process whose map records announced a
  * jitdump file, is kept (a copy of its frames, at most 2^20 frames in
  * all), and once a jitdump record has brought code loads or moves,
- * sp_symbolizer_next_stale() hands each kept stack back, to be interned
+ * sp_namer_next_stale() hands each kept stack back, to be interned
  * and resolved again and its symstack written again under the same id
  * (a stack still unnamed is kept again).  The frames stay valid until
  * the next call.  keep returns 0, or -1 when memory runs out.
- * sp_symbolizer_unnamed() tells whether frame id (of this segment) is JIT
+ * sp_namer_unnamed() tells whether frame id (of this segment) is JIT
  * code that was left unnamed, for a stack whose frames were interned
  * before.
  */
-bool sp_symbolizer_unnamed(const struct sp_symbolizer *sym, uint64_t id);
-int sp_symbolizer_keep_stack(struct sp_symbolizer *sym, uint64_t id,
+bool sp_namer_unnamed(const struct sp_namer *sym, uint64_t id);
+int sp_namer_keep_stack(struct sp_namer *sym, uint64_t id,
 			     const struct sp_stack_frame *f, size_t n);
-bool sp_symbolizer_next_stale(struct sp_symbolizer *sym, uint64_t *id,
+bool sp_namer_next_stale(struct sp_namer *sym, uint64_t *id,
 			      const struct sp_stack_frame **f, size_t *n);
 /* Names frame f into *out (see struct sp_symframe) and counts its origin. */
-void sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack_frame *f,
+void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 			   struct sp_symframe *out);
 
-void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_sym_stats *st);
+void sp_namer_stats(const struct sp_namer *sym, struct sp_sym_stats *st);
 
 #endif

@@ -12,9 +12,39 @@ static const char *const messages[SP_ERR_COUNT] = {
 #undef SP_X_MSG
 };
 
-const char *sp_errmsg(enum sp_err code)
+/* The last failure of the public API in each thread (sp_errno()). */
+static __thread struct sp_error last;
+
+const char *sp_errmsg(int code)
 {
-	return code < SP_ERR_COUNT ? messages[code] : "unknown error";
+	if (code == -1)
+		return sp_error_message(&last);
+	return code >= 0 && code < SP_ERR_COUNT ? messages[code] : "unknown error";
+}
+
+int sp_errno(void)
+{
+	return last.code;
+}
+
+int sp_error_publish(const struct sp_error *e)
+{
+	if (e != &last)
+		last = *e;
+	if (last.code == SP_ERR_OK)	/* a failure without a code of its own */
+		last.code = SP_ERR_STATE;
+	return -1;
+}
+
+int sp_error_publish_new(enum sp_err code, const char *fmt, ...)
+{
+	va_list ap;
+	last.code = code;
+	last.errnum = 0;
+	va_start(ap, fmt);
+	vsnprintf(last.msg, sizeof(last.msg), fmt, ap);
+	va_end(ap);
+	return -1;
 }
 
 int sp_error_set(struct sp_error *e, enum sp_err code, const char *fmt, ...)

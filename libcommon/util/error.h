@@ -17,24 +17,8 @@
 #ifndef SP_UTIL_ERROR_H
 #define SP_UTIL_ERROR_H
 
-/* X(code suffix, message) */
-#define SP_ERRORS(X) \
-	X(OK, "no error") \
-	X(NOMEM, "out of memory") \
-	X(ERRNO, "system call failed") \
-	X(BAD_INPUT, "malformed input") \
-	X(UNSUPPORTED, "not supported") \
-	X(NOT_FOUND, "not found") \
-	X(MISMATCH, "identity does not match") \
-	X(PERMISSION, "permission denied") \
-	X(LIMIT, "limit exceeded")
-
-enum sp_err {
-#define SP_X_ERR(e, m) SP_ERR_##e,
-	SP_ERRORS(SP_X_ERR)
-#undef SP_X_ERR
-	SP_ERR_COUNT
-};
+/* The codes (SP_ERRORS, enum sp_err) are public: libstackpulse's own. */
+#include "stackpulse/errors.h"
 
 struct sp_error {
 	enum sp_err code;
@@ -42,8 +26,16 @@ struct sp_error {
 	char msg[512];		/* the particulars; empty: the table's message */
 };
 
-/* The table's message for a code. */
-const char *sp_errmsg(enum sp_err code);
+/*
+ * Makes e the last failure of this thread, which sp_errno() and
+ * sp_errmsg(-1) report: the public API calls it as it returns -1.
+ * Returns -1.
+ */
+int sp_error_publish(const struct sp_error *e);
+
+/* The same for a failure of the public API's own (a NULL handle). */
+int sp_error_publish_new(enum sp_err code, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* Records an error with a printf-style message; returns -1. */
 int sp_error_set(struct sp_error *e, enum sp_err code, const char *fmt, ...)

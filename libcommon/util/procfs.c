@@ -293,7 +293,7 @@ int sp_read_i64_file(const char *path, int64_t *v)
 	return 0;
 }
 
-uint64_t sp_max_sample_rate(void)
+uint64_t sp_kernel_max_sample_rate(void)
 {
 	int64_t v;
 	if (sp_read_i64_file("/proc/sys/kernel/perf_event_max_sample_rate", &v) < 0)

@@ -104,7 +104,7 @@ pid_t sp_pidfile_parse(const char *text, size_t len);
  * frequency allowed, which the kernel lowers on its own under load.
  * Returns the cap, or 0 when it cannot be read.
  */
-uint64_t sp_max_sample_rate(void);
+uint64_t sp_kernel_max_sample_rate(void);
 
 /* /proc/sys/kernel/perf_event_paranoid; INT32_MIN when it cannot be read. */
 int sp_perf_paranoid(void);

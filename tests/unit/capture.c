@@ -50,11 +50,11 @@ SP_TEST(capture_queue_writes_in_time_order_and_shares_in_that_order)
 {
 	FILE *f = tmpfile();
 	struct sp_writer *w = sp_writer_new(fileno(f), "unit");
-	struct sp_recorder_options o = { .frequency = 999, .stack_size = STACK, .poll_ms = 100 };
-	struct sp_recorder *r = sp_recorder_new(&o, w);
+	struct sp_capture_options o = { .frequency = 999, .stack_size = STACK, .poll_ms = 100 };
+	struct sp_capture *r = sp_capture_new(&o, w);
 	SP_CHECK(r != NULL);
 	char *argv[] = { "sp-capture", NULL };
-	SP_CHECK(sp_recorder_start(r, 1, argv) == 0);
+	SP_CHECK(sp_capture_start(r, 1, argv) == 0);
 
 	/*
 	 * One thread's stack at three instants, converted in the order
@@ -73,8 +73,8 @@ SP_TEST(capture_queue_writes_in_time_order_and_shares_in_that_order)
 	sp_rec_queue_runtime(r, 42, 150, false, "none");
 	SP_CHECK(sp_rec_q_flush(r, 250) == 0);
 	SP_CHECK(r->nq == 1);		/* the sample at 300 waits */
-	SP_CHECK(sp_recorder_finish(r) == 0);
-	sp_recorder_free(r);
+	SP_CHECK(sp_capture_finish(r) == 0);
+	sp_capture_free(r);
 	SP_CHECK(sp_writer_close(w) == 0);
 
 	rewind(f);

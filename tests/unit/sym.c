@@ -322,7 +322,7 @@ static void fake_release(struct fake_record *f)
 	msgpack_sbuffer_destroy(&f->sb);
 }
 
-static struct sp_symbolizer *symbolizer(struct sp_sym_search *s, const char *perf_map_dir)
+static struct sp_namer *symbolizer(struct sp_sym_search *s, const char *perf_map_dir)
 {
 	struct sp_error err = { 0 };
 	sp_sym_search_init(s);
@@ -332,67 +332,67 @@ static struct sp_symbolizer *symbolizer(struct sp_sym_search *s, const char *per
 	if (perf_map_dir)
 		SP_CHECK(sp_sym_search_set(s, SP_SYM_OPT_PERF_MAP_DIR, perf_map_dir) == 0);
 	SP_CHECK(sp_sym_search_finish(s) == 0);
-	struct sp_symbolizer *sym = sp_symbolizer_new(s, NULL, NULL, &err);
+	struct sp_namer *sym = sp_namer_new(s, NULL, NULL, &err);
 	SP_CHECK(sym != NULL);
 	struct fake_record hdr;
 	static const char *const h[] = { "t", "header" };
 	fake(&hdr, SP_R_HEADER, h, 2);
-	sp_symbolizer_begin_segment(sym, hdr.rec.map);
+	sp_namer_begin_segment(sym, hdr.rec.map);
 	fake_release(&hdr);
 	return sym;
 }
 
-static void add_module(struct sp_symbolizer *sym, const char *id, const char *path,
+static void add_module(struct sp_namer *sym, const char *id, const char *path,
 		       const char *kind, const char *pid)
 {
 	struct fake_record m;
 	const char *const kv[] = { "t", "module", "id", id, "path", path, "kind", kind, "pid", pid };
 	fake(&m, SP_R_MODULE, kv, 10);
-	SP_CHECK(sp_symbolizer_add_module(sym, &m.rec) == 0);
+	SP_CHECK(sp_namer_add_module(sym, &m.rec) == 0);
 	fake_release(&m);
 }
 
 SP_TEST(symbolizer_interns_and_names_what_it_cannot_look_up)
 {
 	struct sp_sym_search s;
-	struct sp_symbolizer *sym = symbolizer(&s, NULL);
+	struct sp_namer *sym = symbolizer(&s, NULL);
 	struct sp_symframe out;
 	uint64_t id, id2;
 	add_module(sym, "#0", "/nonexistent/dir/libgone.so", "elf", "#1");
 	struct sp_stack_frame f = { 0x7f0000001234, 0, 0x1234, SP_FRAME_USER | SP_FRAME_RETADDR };
-	SP_CHECK(sp_symbolizer_intern(sym, &f, &id) == 1 && id == 0);
-	SP_CHECK(sp_symbolizer_intern(sym, &f, &id2) == 0 && id2 == 0);
-	sp_symbolizer_resolve(sym, &f, &out);
+	SP_CHECK(sp_namer_intern(sym, &f, &id) == 1 && id == 0);
+	SP_CHECK(sp_namer_intern(sym, &f, &id2) == 0 && id2 == 0);
+	sp_namer_resolve(sym, &f, &out);
 	SP_CHECK_STR(out.name, "libgone.so+0x1234");
 	SP_CHECK(out.origin == SP_ORIGIN_ADDRESS_ONLY && !out.has_offset);
 	SP_CHECK(out.has_module && out.module == 0);
 	SP_CHECK(out.flags == SP_SYM_RETADDR);
 	/* Another address, a frame without a module, a kernel frame: new ids. */
 	struct sp_stack_frame g = { 0x5000, SP_NO_MODULE, 0x5000, SP_FRAME_USER };
-	SP_CHECK(sp_symbolizer_intern(sym, &g, &id) == 1 && id == 1);
-	sp_symbolizer_resolve(sym, &g, &out);
+	SP_CHECK(sp_namer_intern(sym, &g, &id) == 1 && id == 1);
+	sp_namer_resolve(sym, &g, &out);
 	SP_CHECK_STR(out.name, "0x5000");
 	SP_CHECK(!out.has_module);
 	struct sp_stack_frame k = { 0xffffffff81000010, SP_NO_MODULE, 0, SP_FRAME_KERNEL };
-	SP_CHECK(sp_symbolizer_intern(sym, &k, &id) == 1 && id == 2);
-	sp_symbolizer_resolve(sym, &k, &out);
+	SP_CHECK(sp_namer_intern(sym, &k, &id) == 1 && id == 2);
+	sp_namer_resolve(sym, &k, &out);
 	SP_CHECK_STR(out.name, "[kernel]+0xffffffff81000010");
 	SP_CHECK(out.flags == SP_SYM_KERNEL);
 	/* Markers differ by their reason, not their address. */
 	struct sp_stack_frame m1 = { 0x1, 0, SP_END_TRUNCATED, SP_FRAME_MARKER };
 	struct sp_stack_frame m2 = { 0x2, 0, SP_END_TRUNCATED, SP_FRAME_MARKER };
 	struct sp_stack_frame m3 = { 0x1, 0, SP_END_NO_CFI, SP_FRAME_MARKER };
-	SP_CHECK(sp_symbolizer_intern(sym, &m1, &id) == 1);
-	SP_CHECK(sp_symbolizer_intern(sym, &m2, &id2) == 0 && id2 == id);
-	SP_CHECK(sp_symbolizer_intern(sym, &m3, &id2) == 1 && id2 == id + 1);
-	sp_symbolizer_resolve(sym, &m3, &out);
+	SP_CHECK(sp_namer_intern(sym, &m1, &id) == 1);
+	SP_CHECK(sp_namer_intern(sym, &m2, &id2) == 0 && id2 == id);
+	SP_CHECK(sp_namer_intern(sym, &m3, &id2) == 1 && id2 == id + 1);
+	sp_namer_resolve(sym, &m3, &out);
 	SP_CHECK_STR(out.name, "[no_cfi]");
 	SP_CHECK(out.flags == SP_SYM_MARKER && !out.has_module);
 	struct sp_stack_frame m4 = { 0x1, 0, 999, SP_FRAME_MARKER };
-	sp_symbolizer_resolve(sym, &m4, &out);
+	sp_namer_resolve(sym, &m4, &out);
 	SP_CHECK_STR(out.name, "[marker 999]");
 	struct sp_sym_stats st;
-	sp_symbolizer_stats(sym, &st);
+	sp_namer_stats(sym, &st);
 	SP_CHECK(st.frames == 5 && st.modules_missing == 1);
 	SP_CHECK(st.by_origin[SP_ORIGIN_ADDRESS_ONLY] == 5);
 	SP_CHECK_STR(st.kallsyms, "none");
@@ -400,10 +400,10 @@ SP_TEST(symbolizer_interns_and_names_what_it_cannot_look_up)
 	struct fake_record hdr;
 	static const char *const h[] = { "t", "header" };
 	fake(&hdr, SP_R_HEADER, h, 2);
-	sp_symbolizer_begin_segment(sym, hdr.rec.map);
+	sp_namer_begin_segment(sym, hdr.rec.map);
 	fake_release(&hdr);
-	SP_CHECK(sp_symbolizer_intern(sym, &g, &id) == 1 && id == 0);
-	sp_symbolizer_free(sym);
+	SP_CHECK(sp_namer_intern(sym, &g, &id) == 1 && id == 0);
+	sp_namer_free(sym);
 	sp_sym_search_release(&s);
 }
 
@@ -419,19 +419,19 @@ SP_TEST(symbolizer_trusts_only_safe_perf_maps)
 	fputs("1000 100 jitted_fn\n3000 10 _start\n", f);
 	fclose(f);
 	struct sp_sym_search s;
-	struct sp_symbolizer *sym = symbolizer(&s, dir);
+	struct sp_namer *sym = symbolizer(&s, dir);
 	struct sp_symframe out;
 	uint64_t id;
 	add_module(sym, "#3", "//anon", "jit", "#4242");
 	struct sp_stack_frame fr = { 0x1010, 3, 0x10, SP_FRAME_JIT | SP_FRAME_RETADDR };
-	SP_CHECK(sp_symbolizer_intern(sym, &fr, &id) == 1);
-	sp_symbolizer_resolve(sym, &fr, &out);
+	SP_CHECK(sp_namer_intern(sym, &fr, &id) == 1);
+	sp_namer_resolve(sym, &fr, &out);
 	SP_CHECK_STR(out.name, "jitted_fn");
 	SP_CHECK(out.origin == SP_ORIGIN_PERF_MAP && out.offset == 0x10 && out.has_offset);
 	SP_CHECK(out.flags == (SP_SYM_JIT | SP_SYM_RETADDR));
 	/* Start-up scaffolding is hidden, wherever its name comes from. */
 	struct sp_stack_frame st = { 0x3001, 3, 0x1, SP_FRAME_JIT };
-	sp_symbolizer_resolve(sym, &st, &out);
+	sp_namer_resolve(sym, &st, &out);
 	SP_CHECK_STR(out.name, "_start");
 	SP_CHECK(out.flags == (SP_SYM_JIT | SP_SYM_HIDDEN));
 	/* A map writable by every user is refused: the name stays an address. */
@@ -445,7 +445,7 @@ SP_TEST(symbolizer_trusts_only_safe_perf_maps)
 	}
 	chmod(path, 0666);
 	struct sp_stack_frame pl = { 0x1010, 4, 0x10, SP_FRAME_JIT };
-	sp_symbolizer_resolve(sym, &pl, &out);
+	sp_namer_resolve(sym, &pl, &out);
 	SP_CHECK(out.origin == SP_ORIGIN_ADDRESS_ONLY);
 	SP_CHECK_STR(out.name, "anon+0x10");
 	/* So is a symlink, even to a good map. */
@@ -454,12 +454,12 @@ SP_TEST(symbolizer_trusts_only_safe_perf_maps)
 	snprintf(path, sizeof(path), "%s/perf-4242.map", dir);
 	SP_CHECK(symlink(path, link) == 0);
 	struct sp_stack_frame sl = { 0x1010, 5, 0x10, SP_FRAME_JIT };
-	sp_symbolizer_resolve(sym, &sl, &out);
+	sp_namer_resolve(sym, &sl, &out);
 	SP_CHECK(out.origin == SP_ORIGIN_ADDRESS_ONLY);
 	struct sp_sym_stats stats;
-	sp_symbolizer_stats(sym, &stats);
+	sp_namer_stats(sym, &stats);
 	SP_CHECK(stats.perf_maps.loaded == 1 && stats.perf_maps.refused == 1);
-	sp_symbolizer_free(sym);
+	sp_namer_free(sym);
 	sp_sym_search_release(&s);
 	unlink(link);
 	unlink(path);

@@ -1,0 +1,111 @@
+/*
+ * libstackpulse's public API (include/stackpulse.h): how its files divide
+ * the work, and the structures they share.  Private to the api layer.
+ *
+ *   error.c       sp_version(); the argument checks every entry point
+ *                 makes (SP_API_CHECK), publishing a failure (util/error.h)
+ *   options.c     struct sp_options: the recording options
+ *   recorder.c    struct sp_recorder over capture/recorder.h
+ *   images.c      the exact images a recorder keeps for its tail
+ *   source.c      what a snapshot and a tail share: reading records,
+ *                 unwinding raw stacks (unwind/stage.h), cutting batches
+ *   snapshot.c    struct sp_snapshot; tail.c: struct sp_tail
+ *   symbolizer.c  struct sp_symbolizer over sym/symbolizer.h (sp_namer)
+ *
+ * Every public function checks its handles first and, on any failure,
+ * publishes the handle's error (sp_error_publish()) before returning -1
+ * or NULL, so that sp_errno() and sp_errmsg(-1) say what went wrong.
+ */
+#ifndef SP_API_INTERNAL_H
+#define SP_API_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <stackpulse.h>
+
+#include "stream/records.h"
+#include "stream/stream.h"
+#include "util/error.h"
+
+/* The public surface: compiled with -fvisibility=hidden, these are exported. */
+#define SP_API __attribute__((visibility("default")))
+
+/* Fails the calling function with SP_ERR_INVALID when p is NULL. */
+#define SP_API_CHECK(p, ret) \
+	do { \
+		if (!(p)) { \
+			sp_error_publish_new(SP_ERR_INVALID, "%s: %s is NULL", __func__, #p); \
+			return ret; \
+		} \
+	} while (0)
+
+/*
+ * A batch: the records a source read since its last batch, in stream
+ * order, and the stacks of its samples.  Every record is a copy, valid
+ * as long as the batch (until the source's next call).  A batch never
+ * spans two segments: a header record is always a batch's first record.
+ *
+ * records holds every record but the stack records (headers, modules,
+ * samples, processes, maps, runtime markers, jitdump records, ...),
+ * as an unwound stream has them: what a symbolizer learns from.
+ */
+struct sp_batch {
+	const void *profile;		/* the snapshot or tail it came from */
+	uint32_t segment;		/* of that profile, from 0 */
+	const struct sp_record *records;
+	size_t nrecords;
+	struct sp_stack *stacks;
+	size_t nstacks;
+	bool has_more;
+};
+
+/* One sample's stack. */
+struct sp_stack {
+	const void *profile;		/* as its batch's */
+	uint32_t segment;
+	uint64_t id;			/* the stack record's id in its segment */
+	struct sp_sample_info info;
+	int end;			/* enum sp_unwind_end */
+	/* The stack record's frames as decoded, the end marker included. */
+	const struct sp_stack_frame *raw;
+	size_t nraw;
+	/* The public view: no marker, module indices of the profile. */
+	const struct sp_frame *frames;
+	size_t nframes;
+	/* The profile's module table, for sp_stack_context(). */
+	const struct sp_module *modules;
+	size_t nmodules;
+};
+
+/*
+ * The exact images a file-backed recorder keeps: a private directory in
+ * build-id layout (DIR/.build-id/xx/rest), each entry a link to a
+ * descriptor the recorder holds on a file a target mapped, so that a file
+ * deleted or replaced since is still read as it was sampled.  A tail
+ * taken from the recorder owns it and hands dir to its unwinder and to
+ * its symbolizers as a module directory.
+ */
+struct sp_images;
+const char *sp_images_dir(const struct sp_images *im);
+void sp_images_free(struct sp_images *im);
+
+/*
+ * The recorder's side of sp_recorder_tail(): its file's path, and its
+ * images, which are taken once.  take_images fails (the message on r,
+ * published: SP_ERR_STATE) when r writes to a descriptor or a tail was
+ * taken before; else *im gets the images (NULL when it keeps none) and
+ * the tail owns them.
+ */
+const char *sp_recorder_path(const struct sp_recorder *r);
+int sp_recorder_take_images(struct sp_recorder *r, struct sp_images **im);
+
+/*
+ * The symbolizer's side of its source: the module directory a tail
+ * taken from a recorder adds to the search (NULL: none), the runtime
+ * markers read so far.
+ */
+const char *sp_tail_images_dir(const struct sp_tail *t);
+
+#endif
