@@ -17,6 +17,8 @@
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 DESTDIR ?=
 BUILD ?= build
@@ -49,7 +51,7 @@ endif
 # The library's layers, lowest first.  A layer may include headers of the
 # layers before it in this list and of its own, never of a layer after it
 # (make check-layers).  Each is an archive of its own.
-LAYERS := util stream capture unwind sym fold
+LAYERS := util stream capture unwind sym fold api
 layer_src = $(wildcard libcommon/$(1)/*.c libcommon/$(1)/*/*.c)
 layer_lib = $(BUILD)/lib/libsp-$(1).a
 LIB_SRC := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
@@ -87,8 +89,11 @@ WORKLOADS := $(WORKLOAD_SRC:tests/workloads/%.c=$(BUILD)/workloads/%) \
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(if $(UNIT_SRC),$(BUILD)/unit/sp-unit)
 # Small drivers the bats tests run against one part of the library.
-TEST_DRIVERS := $(patsubst tests/lib/%.c,$(BUILD)/tests/%,$(wildcard tests/lib/*.c))
+TEST_DRIVERS := $(patsubst tests/lib/%.c,$(BUILD)/tests/%,$(filter-out tests/lib/api-%.c,$(wildcard tests/lib/*.c)))
+# Test programs of the public API (tests/lib/api-*.c), linked as examples are.
+API_TESTS := $(patsubst tests/lib/%.c,$(BUILD)/tests/%,$(wildcard tests/lib/api-*.c))
 MAN1 := $(wildcard man/*.1)
+MAN3 := $(wildcard man/*.3)
 MAN5 := $(BUILD)/man/sp-stream.5
 FUZZ_SRC := $(wildcard fuzz/fuzz-*.c)
 FUZZERS := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
@@ -132,6 +137,78 @@ $(BUILD)/bin/$(1): $(BUILD)/tools/$(1).o $(TOOL_SUPPORT) $(foreach l,$($(1)_LAYE
 	$$(CC) $$(CFLAGS) $$(LDFLAGS) -Wl,--as-needed -o $$@ $$^ $$(PKG_LIBS) $($(1)_LIBS)
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rules,$(t))))
+
+# libstackpulse, the public library (include/stackpulse.h): the layers
+# under the tools but fold, as a shared library, whose objects are built
+# position-independent with hidden visibility so that it exports what the
+# header declares and libstackpulse.map lists, and as a static one.
+LIB_LAYERS := api sym unwind capture stream util
+LIB_OBJ := $(foreach l,$(LIB_LAYERS),$(patsubst %.c,%.o,$(call layer_src,$(l))))
+LIB_MAJOR := $(firstword $(subst ., ,$(VERSION)))
+LIB_SO := $(BUILD)/lib/libstackpulse.so.$(VERSION)
+LIB_A := $(BUILD)/lib/libstackpulse.a
+LIB_MAP := libcommon/api/libstackpulse.map
+LIB_PC := $(BUILD)/lib/pkgconfig/stackpulse.pc
+LIB_ALL := $(LIB_SO) $(LIB_A) $(LIB_PC)
+LIB_DEPS := libdw libelf msgpack zlib libdebuginfod libunwind-generic
+# A sanitized shared library leaves the sanitizer's symbols to the program.
+LIB_NO_UNDEFINED := $(if $(filter 1,$(SAN)),,-Wl,--no-undefined)
+
+$(BUILD)/pic/%.o: %.c | $(EMBED_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(SP_CFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c -o $@ $<
+
+$(BUILD)/pic/libcommon/unwind/libunwind.o: SP_CFLAGS += $(LU_CFLAGS)
+
+$(LIB_SO): $(LIB_OBJ:%=$(BUILD)/pic/%) $(LIB_MAP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libstackpulse.so.$(LIB_MAJOR) \
+		-Wl,--version-script=$(LIB_MAP) $(LIB_NO_UNDEFINED) -Wl,--as-needed \
+		-o $@ $(filter %.o,$^) $(PKG_LIBS) $(LU_LIBS) -liberty -lpthread
+	ln -sf $(notdir $@) $(BUILD)/lib/libstackpulse.so.$(LIB_MAJOR)
+	ln -sf libstackpulse.so.$(LIB_MAJOR) $(BUILD)/lib/libstackpulse.so
+
+$(LIB_A): $(LIB_OBJ:%=$(BUILD)/%)
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# stackpulse.pc for pkg-config, written for PREFIX (make install writes
+# it again for the PREFIX it installs into).
+define LIB_PC_TEXT
+prefix=$(PREFIX)
+libdir=$(LIBDIR)
+includedir=$(INCLUDEDIR)
+
+Name: stackpulse
+Description: sampling profiler library: record, unwind and symbolize stacks
+Version: $(VERSION)
+Requires.private: $(LIB_DEPS)
+Cflags: -I$${includedir}
+Libs: -L$${libdir} -lstackpulse
+Libs.private: -liberty -lpthread
+endef
+export LIB_PC_TEXT
+
+$(LIB_PC): Makefile
+	@mkdir -p $(dir $@)
+	printf '%s\n' "$$LIB_PC_TEXT" > $@
+
+# The recipes of the library in C (examples/*.c), linked against the
+# shared library as a user's program would be, run by the tests.
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+
+$(BUILD)/examples/%: examples/%.c $(LIB_SO) include/stackpulse.h include/stackpulse/errors.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude $(CFLAGS) $(LDFLAGS) -o $@ $< \
+		-L$(BUILD)/lib -lstackpulse -Wl,-rpath,'$$ORIGIN/../lib'
+
+$(BUILD)/tests/api-%: tests/lib/api-%.c $(LIB_SO) include/stackpulse.h include/stackpulse/errors.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 -Wall -Wextra -Werror -D_GNU_SOURCE -Iinclude $(CFLAGS) $(LDFLAGS) -o $@ $< \
+		-L$(BUILD)/lib -lstackpulse -Wl,-rpath,'$$ORIGIN/../lib'
+
+all: $(LIB_ALL) $(EXAMPLES) $(API_TESTS)
 
 # In-process unit tests of the library, one driver for all of them.
 $(BUILD)/unit/sp-unit: $(UNIT_SRC:%.c=$(BUILD)/%.o) $(TOOL_SUPPORT) \
@@ -206,16 +283,31 @@ demo: all
 bench: all
 	BUILD=$(BUILD) scripts/bench $(BENCH_ARGS)
 
-install: $(TOOL_BIN) $(MAN5)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5
+install: $(TOOL_BIN) $(MAN5) $(LIB_SO) $(LIB_A)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR)/stackpulse
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
+	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
 	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+	install -m 644 include/stackpulse.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/stackpulse/errors.h $(DESTDIR)$(INCLUDEDIR)/stackpulse/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/libstackpulse.so.$(LIB_MAJOR)
+	ln -sf libstackpulse.so.$(LIB_MAJOR) $(DESTDIR)$(LIBDIR)/libstackpulse.so
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	printf '%s\n' "$$LIB_PC_TEXT" > $(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc
 
 uninstall:
 	rm -f $(TOOLS:%=$(DESTDIR)$(BINDIR)/%) \
 		$(MAN1:man/%=$(DESTDIR)$(MANDIR)/man1/%) \
-		$(DESTDIR)$(MANDIR)/man5/sp-stream.5
+		$(MAN3:man/%=$(DESTDIR)$(MANDIR)/man3/%) \
+		$(DESTDIR)$(MANDIR)/man5/sp-stream.5 \
+		$(DESTDIR)$(INCLUDEDIR)/stackpulse.h $(DESTDIR)$(INCLUDEDIR)/stackpulse/errors.h \
+		$(DESTDIR)$(LIBDIR)/libstackpulse.so* $(DESTDIR)$(LIBDIR)/libstackpulse.a \
+		$(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/stackpulse
 
 clean:
 	rm -rf $(BUILD)

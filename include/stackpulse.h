@@ -45,6 +45,9 @@
 extern "C" {
 #endif
 
+/* Built with hidden visibility, the library exports what is declared here. */
+#pragma GCC visibility push(default)
+
 #define SP_VERSION_MAJOR 0
 #define SP_VERSION_MINOR 1
 #define SP_VERSION_PATCH 0
@@ -477,6 +480,8 @@ ssize_t sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack *
  * it has a JIT frame, whose name may change.
  */
 bool sp_symbolizer_is_cacheable(const struct sp_symbolizer *sym);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

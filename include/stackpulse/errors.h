@@ -11,6 +11,9 @@
 extern "C" {
 #endif
 
+/* Built with hidden visibility, the library exports what is declared here. */
+#pragma GCC visibility push(default)
+
 /* X(code suffix, message) */
 #define SP_ERRORS(X) \
 	X(OK, "no error") \
@@ -44,6 +47,8 @@ int sp_errno(void);
  * No such file or directory").  Never NULL.
  */
 const char *sp_errmsg(int code);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
