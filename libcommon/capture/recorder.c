@@ -69,7 +69,7 @@ static void free_bid(struct sp_hashmap_entry *e)
 }
 
 struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
-				    struct sp_writer *w)
+				  struct sp_writer *w)
 {
 	struct sp_capture *r = calloc(1, sizeof(*r));
 	if (!r)

@@ -59,7 +59,7 @@ struct sp_capture_stats {
  * memory runs out.
  */
 struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
-				    struct sp_writer *w);
+				  struct sp_writer *w);
 
 /* Frees the recorder, closing its events; continues any stopped target. */
 void sp_capture_free(struct sp_capture *r);

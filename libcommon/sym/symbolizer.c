@@ -218,7 +218,7 @@ static int kallsyms_load(struct sp_namer *sym, struct sp_error *err)
 }
 
 struct sp_namer *sp_namer_new(const struct sp_sym_search *s, sp_sym_warn_fn *warn,
-					void *warn_arg, struct sp_error *err)
+			      void *warn_arg, struct sp_error *err)
 {
 	struct sp_namer *sym = calloc(1, sizeof(*sym));
 	if (sym) {
@@ -638,7 +638,7 @@ int sp_namer_note(struct sp_namer *sym, const struct sp_record *rec)
 static struct module *module_of(struct sp_namer *sym, uint64_t id);
 
 int sp_namer_keep_stack(struct sp_namer *sym, uint64_t id,
-			     const struct sp_stack_frame *f, size_t n)
+			const struct sp_stack_frame *f, size_t n)
 {
 	if (sym->kept_frames + n > MAX_KEPT_FRAMES)
 		return 0;
@@ -662,7 +662,7 @@ int sp_namer_keep_stack(struct sp_namer *sym, uint64_t id,
 }
 
 bool sp_namer_next_stale(struct sp_namer *sym, uint64_t *id,
-			      const struct sp_stack_frame **f, size_t *n)
+			 const struct sp_stack_frame **f, size_t *n)
 {
 	if (sym->nextstale)	/* the one handed back last is done with */
 		free(sym->stale[sym->nextstale - 1].f);
@@ -775,7 +775,7 @@ static void from_elf(struct sp_symframe *out, const struct sp_symres *r, unsigne
 }
 
 void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
-			   struct sp_symframe *out)
+		      struct sp_symframe *out)
 {
 	unsigned kind = f->flags & SP_FRAME_KIND_MASK, back = f->flags & SP_FRAME_RETADDR ? 1 : 0;
 	struct module *mod = module_of(sym, f->module);

@@ -85,7 +85,7 @@ struct sp_namer;
  * the archive's own: then a warning) or memory runs out.
  */
 struct sp_namer *sp_namer_new(const struct sp_sym_search *s, sp_sym_warn_fn *warn,
-					void *warn_arg, struct sp_error *err);
+			      void *warn_arg, struct sp_error *err);
 void sp_namer_free(struct sp_namer *sym);
 
 /* The last error of sym. */
@@ -132,12 +132,12 @@ int sp_namer_intern(struct sp_namer *sym, const struct sp_stack_frame *f, uint64
  */
 bool sp_namer_unnamed(const struct sp_namer *sym, uint64_t id);
 int sp_namer_keep_stack(struct sp_namer *sym, uint64_t id,
-			     const struct sp_stack_frame *f, size_t n);
+			const struct sp_stack_frame *f, size_t n);
 bool sp_namer_next_stale(struct sp_namer *sym, uint64_t *id,
-			      const struct sp_stack_frame **f, size_t *n);
+			 const struct sp_stack_frame **f, size_t *n);
 /* Names frame f into *out (see struct sp_symframe) and counts its origin. */
 void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
-			   struct sp_symframe *out);
+		      struct sp_symframe *out);
 
 void sp_namer_stats(const struct sp_namer *sym, struct sp_sym_stats *st);
 
