@@ -698,8 +698,7 @@ int sp_namer_intern(struct sp_namer *sym, const struct sp_stack_frame *f, uint64
 		key.k.addr = f->rel;	/* markers differ by their reason */
 	const struct module *mod = module_of(sym, f->module);
 	if (mod && mod->kind == MOD_JIT)	/* a JIT name holds until its map is read again */
-		key.k.gen = sp_perfmaps_generation(sym->perfmaps, mod->pid) |
-			    (uint64_t)sp_jitdumps_generation(sym->jitdumps, mod->pid) << 32;
+		key.k.gen = sp_namer_jit_generation(sym, mod->pid);
 	key.e.hash = (uint32_t)(sp_hash_u64(key.k.module * 31 + key.k.addr) ^ key.k.flags ^
 				(key.k.gen << 16));
 	struct sp_hashmap_entry *e = sp_hashmap_get(&sym->frames, &key.e, NULL);
@@ -720,6 +719,12 @@ int sp_namer_intern(struct sp_namer *sym, const struct sp_stack_frame *f, uint64
 	sym->fresh_id = *id;
 	sym->fresh = true;
 	return 1;
+}
+
+uint64_t sp_namer_jit_generation(const struct sp_namer *sym, uint32_t pid)
+{
+	return sp_perfmaps_generation(sym->perfmaps, pid) |
+	       (uint64_t)sp_jitdumps_generation(sym->jitdumps, pid) << 32;
 }
 
 bool sp_namer_unnamed(const struct sp_namer *sym, uint64_t id)

@@ -135,6 +135,13 @@ int sp_namer_keep_stack(struct sp_namer *sym, uint64_t id,
 			const struct sp_stack_frame *f, size_t n);
 bool sp_namer_next_stale(struct sp_namer *sym, uint64_t *id,
 			 const struct sp_stack_frame **f, size_t *n);
+/*
+ * The generation of process pid's JIT names: it changes whenever its
+ * perf map is read again or a jitdump record brings code loads or moves,
+ * so a name of its JIT code resolved before may no longer hold.
+ */
+uint64_t sp_namer_jit_generation(const struct sp_namer *sym, uint32_t pid);
+
 /* Names frame f into *out (see struct sp_symframe) and counts its origin. */
 void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 		      struct sp_symframe *out);
