@@ -129,7 +129,7 @@ struct sp_summary {
 	uint64_t duration_ns;
 	bool kernel_enabled;		/* kernel frames asked for and granted */
 	bool has_command_status;
-	int command_status;		/* a launched command's wait status */
+	int command_status;		/* a launched command's exit status, or -signal */
 	unsigned nerrors;		/* error kinds counted in errors[] */
 	uint64_t errors[SP_ERROR_KINDS_MAX];	/* by kind */
 };

@@ -108,4 +108,25 @@ int sp_recorder_take_images(struct sp_recorder *r, struct sp_images **im);
  */
 const char *sp_tail_images_dir(const struct sp_tail *t);
 
+/* options.c: the recording options as the capture layer takes them. */
+struct sp_capture_options;
+int sp_options_to_capture(const struct sp_options *o, struct sp_capture_options *co,
+			  struct sp_error *err);
+
+/*
+ * The tools' door (recorder.c).  sp-capture drives its recording through
+ * the public recorder, made here from the capture layer's own options
+ * (what only the tool has: --archive, --mmap-pages, --kallsyms-out, the
+ * header's record of its command line argc/argv, copied), writing to fd
+ * (not closed) under name.  What only the tool needs after that (-t
+ * threads, the status line's counters, the command's status) it reads
+ * from the capture handle.  NULL on failure, published.
+ */
+struct sp_capture;
+struct sp_writer;
+struct sp_recorder *sp_recorder_new_tool(const struct sp_capture_options *co, int fd,
+					 const char *name, int argc, char **argv);
+struct sp_capture *sp_recorder_capture(struct sp_recorder *r);
+struct sp_writer *sp_recorder_writer(struct sp_recorder *r);
+
 #endif

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,15 @@ int sp_capture_attach(struct sp_capture *r, pid_t pid)
 	return attach(r, pid, NULL, 0);
 }
 
+int sp_capture_attach_stop(struct sp_capture *r, pid_t pid, bool stop)
+{
+	bool saved = r->o.stop;
+	r->o.stop = stop;
+	int rc = attach(r, pid, NULL, 0);
+	r->o.stop = saved;
+	return rc;
+}
+
 int sp_capture_attach_threads(struct sp_capture *r, pid_t pid, const pid_t *tids, size_t n)
 {
 	if (SP_ALLOC_GROW(r->only_tids, r->nonly_tids + n, r->alloconly_tids) < 0)
@@ -357,4 +367,37 @@ void sp_rec_end_command(struct sp_capture *r)
 		if (waitpid(r->child, &st, 0) == r->child)
 			r->child_status = st;
 	}
+}
+
+/* Whether target t still runs, looked at now. */
+static bool target_check(struct sp_capture *r, struct sp_rec_target *t)
+{
+	if (t->alive && t->launched) {
+		sp_rec_reap_command(r);
+		t->alive = r->child_status < 0;
+	} else if (t->alive && t->pidfd >= 0) {
+		struct pollfd p = { t->pidfd, POLLIN, 0 };
+		if (poll(&p, 1, 0) > 0)
+			t->alive = false;
+	} else if (t->alive && kill(t->pid, 0) < 0 && errno == ESRCH) {
+		t->alive = false;
+	}
+	return t->alive;
+}
+
+int sp_capture_target_alive(struct sp_capture *r, pid_t pid)
+{
+	/* The latest entry: a pid attached again after it was reused. */
+	for (size_t i = r->ntargets; i-- > 0;)
+		if (r->targets[i].pid == pid)
+			return target_check(r, &r->targets[i]);
+	return -1;
+}
+
+unsigned sp_capture_targets_alive(struct sp_capture *r)
+{
+	unsigned n = 0;
+	for (size_t i = 0; i < r->ntargets; i++)
+		n += target_check(r, &r->targets[i]);
+	return n;
 }

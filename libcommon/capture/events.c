@@ -1,7 +1,7 @@
 /*
- * Perf events (internal.h): one software CPU-clock event per (thread,
- * CPU), because the kernel refuses mmap() of an inherited per-task event
- * with cpu == -1.  Each event is redirected into its CPU's ring (ring.c).
+ * Perf events (internal.h): one software CPU-clock (or task-clock)
+ * event per (thread, CPU), because the kernel refuses mmap() of an
+ * inherited per-task event with cpu == -1.  Each event is redirected into its CPU's ring (ring.c).
  */
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -27,7 +27,7 @@ static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, boo
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
 	a->type = PERF_TYPE_SOFTWARE;
-	a->config = PERF_COUNT_SW_CPU_CLOCK;
+	a->config = r->o.task_clock ? PERF_COUNT_SW_TASK_CLOCK : PERF_COUNT_SW_CPU_CLOCK;
 	a->freq = 1;
 	a->sample_freq = r->o.frequency;
 	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
@@ -218,4 +218,43 @@ int sp_capture_refresh_threads(struct sp_capture *r)
 		sp_rec_enable_events(r, first);
 	}
 	return 0;
+}
+
+/*
+ * Opens events for the threads of pid that have none.  With inherit, a
+ * thread the kernel reported (its fork, a sample) has inherited its
+ * creator's events and gets none of its own, which would sample it
+ * twice: the rings are drained into the queue first so that its fork
+ * record is seen.
+ */
+int sp_capture_refresh_process(struct sp_capture *r, pid_t pid)
+{
+	pid_t *tids;
+	size_t n, first = r->nevents;
+	int added = 0;
+	if (r->o.inherit && sp_rec_drain(r, 0) < 0)
+		return -1;
+	if (sp_proc_tasks(pid, &tids, &n) < 0)
+		return errno == ENOENT ? 0 :
+			sp_error_errno(&r->err, "cannot list the threads of %d", (int)pid);
+	uint64_t t = sp_rec_now_ns();
+	for (size_t i = 0; i < n; i++) {
+		bool have = r->o.inherit && sp_u64map_get(&r->tids, (uint64_t)tids[i]);
+		for (size_t j = 0; j < r->nevents && !have; j++)
+			have = r->events[j].tid == tids[i];
+		if (have)
+			continue;
+		int k = sp_rec_open_thread(r, pid, tids[i], false);
+		if (k < 0) {
+			free(tids);
+			return -1;
+		}
+		if (k == 0) {
+			sp_rec_synth_thread(r, pid, tids[i], t);
+			added++;
+		}
+	}
+	free(tids);
+	sp_rec_enable_events(r, first);
+	return added;
 }

@@ -189,7 +189,7 @@ struct sp_capture {
 	bool kernel_enabled, kernel_fell_back;
 	bool use_build_id, use_format_lost;
 	bool started, finished;
-	uint64_t start_ns;
+	uint64_t start_ns, end_ns;
 
 	struct sp_hashmap bids;		/* of struct sp_rec_bid, at most 4096 */
 	struct sp_rec_image *images;	/* the vDSO images written */

@@ -137,6 +137,11 @@ const char *sp_capture_error(const struct sp_capture *r)
 	return sp_error_message(&r->err);
 }
 
+const struct sp_error *sp_capture_last_error(const struct sp_capture *r)
+{
+	return &r->err;
+}
+
 bool sp_capture_kernel_fell_back(const struct sp_capture *r)
 {
 	return r->kernel_fell_back;
@@ -166,6 +171,8 @@ static void pack_options(struct sp_capture *r, struct sp_mapw *h)
 	sp_mapw_u64(&m, "frequency", r->o.frequency);
 	if (r->o.frequency_arg)
 		sp_mapw_str(&m, "frequency_arg", r->o.frequency_arg);
+	if (r->o.task_clock)
+		sp_mapw_str(&m, "event", "task-clock");
 	if (r->o.kallsyms_out)
 		sp_mapw_str(&m, "kallsyms_out", r->o.kallsyms_out);
 	sp_mapw_u64(&m, "stack_size", r->o.stack_size);
@@ -215,7 +222,7 @@ int sp_capture_start(struct sp_capture *r, int argc, char **argv)
 	sp_mapw_str(&m, "stage", "raw");
 	pk = sp_mapw_key(&m, "tools");
 	msgpack_pack_array(pk, 1);
-	sp_pack_tool(r->w, "sp-capture", argc, argv);
+	sp_pack_tool(r->w, r->o.tool_name ? r->o.tool_name : "sp-capture", argc, argv);
 	sp_mapw_key(&m, "host");
 	sp_pack_host(r->w);
 	pack_options(r, &m);
@@ -329,13 +336,13 @@ static void archive_at_end(struct sp_capture *r, uint64_t end)
 		});
 }
 
-/* The summary record: every counter of the recording. */
-static void pack_summary(struct sp_capture *r, uint64_t end)
+/* Every counter of the recording, as of end. */
+static void fill_summary(const struct sp_capture *r, uint64_t end, struct sp_summary_rec *sum)
 {
 	uint64_t lost = r->lost_events > r->lost_samples_format ?
 			r->lost_events : r->lost_samples_format;
 	int st = r->child_status;
-	struct sp_summary_rec s = {
+	*sum = (struct sp_summary_rec){
 		.sample_events = r->sample_events, .samples = r->samples, .lost_events = lost,
 		.empty_stack_samples = r->empty_stack, .truncated_frame_markers = r->truncated,
 		.ignored_user_callchain_frames = r->ignored_user,
@@ -348,6 +355,18 @@ static void pack_summary(struct sp_capture *r, uint64_t end)
 		.has_command_status = r->child > 0 && st >= 0,
 		.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st),
 	};
+}
+
+void sp_capture_summary(const struct sp_capture *r, struct sp_summary_rec *s)
+{
+	fill_summary(r, r->finished && r->end_ns ? r->end_ns : sp_rec_now_ns(), s);
+}
+
+/* The summary record: every counter of the recording. */
+static void pack_summary(struct sp_capture *r, uint64_t end)
+{
+	struct sp_summary_rec s;
+	fill_summary(r, end, &s);
 	sp_write_summary(r->w, &s);
 }
 
@@ -365,7 +384,7 @@ int sp_capture_finish(struct sp_capture *r)
 	/* Detached here: the targets run on with no event of ours left. */
 	sp_rec_close_events(r, 0);
 	sp_rec_end_command(r);
-	uint64_t end = sp_rec_now_ns();
+	uint64_t end = r->end_ns = sp_rec_now_ns();
 	sp_rec_jitdump_read(r, end, true);
 	if (r->o.archive) {
 		archive_at_end(r, end);

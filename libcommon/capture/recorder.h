@@ -31,6 +31,7 @@ struct sp_capture_options {
 	uint32_t stack_size;		/* bytes; a multiple of 8 */
 	bool kernel;			/* kernel callchains */
 	bool inherit;			/* follow new threads and children */
+	bool task_clock;		/* sample on task-clock, not cpu-clock */
 	bool stop;			/* SIGSTOP a -p target while attaching (--stop) */
 	unsigned mmap_pages;		/* ring pages per CPU; 0: sized for the stack */
 	int poll_ms;
@@ -44,6 +45,17 @@ struct sp_capture_options {
 	const char *kallsyms_out;	/* NULL: none */
 	struct sp_archive *archive;	/* --archive: keep the exact files; NULL: none */
 	bool command_stdout_to_stderr;	/* the stream is on standard output */
+	const char *tool_name;		/* the header's tool entry; NULL: "sp-capture" */
+	/*
+	 * Called for each map record of a file with a build-id, as it is
+	 * queued (at attach, or as a drain reads the kernel's mmap event,
+	 * when the mapping may already be gone); NULL: none.  deleted: the
+	 * file was removed, read it through /proc/PID/map_files.
+	 */
+	void (*on_module)(void *arg, pid_t pid, uint64_t start, uint64_t end,
+			  const char *path, bool deleted, const unsigned char *build_id,
+			  int build_id_len);
+	void *on_module_arg;
 };
 
 struct sp_capture;
@@ -65,6 +77,9 @@ struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
 void sp_capture_free(struct sp_capture *r);
 
 const char *sp_capture_error(const struct sp_capture *r);
+/* The same with its code (util/error.h). */
+struct sp_error;
+const struct sp_error *sp_capture_last_error(const struct sp_capture *r);
 
 /*
  * Attaches to a running process (pid is a TGID): opens and enables
@@ -76,6 +91,13 @@ const char *sp_capture_error(const struct sp_capture *r);
  * with no event of ours).
  */
 int sp_capture_attach(struct sp_capture *r, pid_t pid);
+
+/*
+ * The same, stopping the process meanwhile when stop is set, whatever
+ * opts.stop says.  Attaching works after the start as before it: the
+ * process's records go through the queue, stamped before its events.
+ */
+int sp_capture_attach_stop(struct sp_capture *r, pid_t pid, bool stop);
 
 /* The same for exactly the threads tids[0..n) of process pid (as perf -t). */
 int sp_capture_attach_threads(struct sp_capture *r, pid_t pid, const pid_t *tids, size_t n);
@@ -105,6 +127,12 @@ int sp_capture_poll(struct sp_capture *r, int timeout_ms);
 int sp_capture_refresh_threads(struct sp_capture *r);
 
 /*
+ * The same for the threads of one process; returns the number of
+ * threads added, or -1.
+ */
+int sp_capture_refresh_process(struct sp_capture *r, pid_t pid);
+
+/*
  * Ends the recording: disables sampling, drains once more, writes the
  * summary and flushes.  Returns 0 or -1.
  */
@@ -123,5 +151,25 @@ bool sp_capture_kernel_fell_back(const struct sp_capture *r);
 
 /* The launched command's wait status once it has ended; -1 before. */
 int sp_capture_command_status(const struct sp_capture *r);
+
+struct sp_summary_rec;
+
+/*
+ * The summary record's counters so far (at finish, as written); errors
+ * points into r.  duration_ns runs from the start to now.
+ */
+void sp_capture_summary(const struct sp_capture *r, struct sp_summary_rec *s);
+
+/* Whether a ring buffer holds records a poll would drain. */
+bool sp_capture_has_pending(const struct sp_capture *r);
+
+/*
+ * Whether pid, a process given to attach or launch, still runs: 1, 0
+ * once it has exited, -1 when it is not a target.
+ */
+int sp_capture_target_alive(struct sp_capture *r, pid_t pid);
+
+/* How many targets still run, looked at now. */
+unsigned sp_capture_targets_alive(struct sp_capture *r);
 
 #endif

@@ -371,3 +371,16 @@ int sp_rec_drain(struct sp_capture *r, uint64_t limit)
 		return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));
 	return 0;
 }
+
+bool sp_capture_has_pending(const struct sp_capture *r)
+{
+	for (int ci = 0; ci < r->ncpus; ci++) {
+		const struct sp_rec_ring *g = &r->rings[ci];
+		if (g->fd < 0)
+			continue;
+		struct perf_event_mmap_page *pg = (struct perf_event_mmap_page *)g->base;
+		if (__atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE) != pg->data_tail)
+			return true;
+	}
+	return false;
+}

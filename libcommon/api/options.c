@@ -1,0 +1,151 @@
+/*
+ * struct sp_options: the recording options a recorder is created with,
+ * checked as they are set, and turned into the capture layer's options
+ * (capture/recorder.h) when the recorder is made.  Also the names of
+ * the error kinds a summary counts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "capture/recorder.h"
+#include "stream/vocab.h"
+#include "util/procfs.h"
+
+_Static_assert(SP_E_COUNT <= SP_ERROR_KINDS_MAX, "sp_summary.errors holds every error kind");
+
+struct sp_options {
+	uint64_t rate;			/* Hz, or SP_RATE_MAX */
+	uint32_t stack_size;
+	bool kernel, inherit, task_clock;
+	bool has_start_timestamp, has_sample_interval;
+	uint64_t start_timestamp_us, sample_interval_us;
+};
+
+struct sp_options *sp_options_new(void)
+{
+	struct sp_options *o = calloc(1, sizeof(*o));
+	if (!o) {
+		sp_error_publish_new(SP_ERR_NOMEM, "out of memory");
+		return NULL;
+	}
+	o->rate = SP_DEFAULT_FREQUENCY;
+	o->stack_size = SP_DEFAULT_STACK_SIZE;
+	return o;
+}
+
+void sp_options_free(struct sp_options *o)
+{
+	free(o);
+}
+
+int sp_options_set_rate(struct sp_options *o, uint64_t hz)
+{
+	SP_API_CHECK(o, -1);
+	if (hz == 0)
+		return sp_error_publish_new(SP_ERR_INVALID, "sample rate 0: give a positive "
+					    "number of Hz, or SP_RATE_MAX");
+	o->rate = hz;
+	return 0;
+}
+
+int sp_options_set_stack_size(struct sp_options *o, uint32_t bytes)
+{
+	SP_API_CHECK(o, -1);
+	if (bytes == 0 || bytes % 8 || bytes > SP_MAX_STACK_SIZE)
+		return sp_error_publish_new(SP_ERR_INVALID, "stack size %u: give a positive "
+					    "multiple of 8, at most %u bytes", bytes,
+					    SP_MAX_STACK_SIZE);
+	o->stack_size = bytes;
+	return 0;
+}
+
+int sp_options_set_kernel(struct sp_options *o, bool on)
+{
+	SP_API_CHECK(o, -1);
+	o->kernel = on;
+	return 0;
+}
+
+int sp_options_set_inherit(struct sp_options *o, bool on)
+{
+	SP_API_CHECK(o, -1);
+	o->inherit = on;
+	return 0;
+}
+
+int sp_options_set_event(struct sp_options *o, const char *name)
+{
+	SP_API_CHECK(o, -1);
+	SP_API_CHECK(name, -1);
+	if (strcmp(name, "cpu-clock") == 0)
+		o->task_clock = false;
+	else if (strcmp(name, "task-clock") == 0)
+		o->task_clock = true;
+	else
+		return sp_error_publish_new(SP_ERR_UNSUPPORTED, "event '%s' is not supported: "
+					    "give \"cpu-clock\" or \"task-clock\"", name);
+	return 0;
+}
+
+int sp_options_set_start_timestamp_us(struct sp_options *o, uint64_t us)
+{
+	SP_API_CHECK(o, -1);
+	o->has_start_timestamp = true;
+	o->start_timestamp_us = us;
+	return 0;
+}
+
+int sp_options_set_sample_interval_us(struct sp_options *o, uint64_t us)
+{
+	SP_API_CHECK(o, -1);
+	o->has_sample_interval = true;
+	o->sample_interval_us = us;
+	return 0;
+}
+
+uint64_t sp_max_sample_rate(void)
+{
+	return sp_kernel_max_sample_rate();
+}
+
+int sp_options_to_capture(const struct sp_options *o, struct sp_capture_options *co,
+			  struct sp_error *err)
+{
+	uint64_t cap = sp_kernel_max_sample_rate(), rate = o->rate;
+	if (rate == SP_RATE_MAX) {
+		if (!cap)
+			return sp_error_set(err, SP_ERR_UNSUPPORTED, "cannot read the kernel's "
+					    "cap on the sample rate "
+					    "(/proc/sys/kernel/perf_event_max_sample_rate)");
+		rate = cap;
+	} else if (cap && rate > cap) {
+		return sp_error_set(err, SP_ERR_LIMIT, "sample rate %llu Hz is above the "
+				    "kernel's cap of %llu Hz (kernel.perf_event_max_sample_rate)",
+				    (unsigned long long)rate, (unsigned long long)cap);
+	}
+	memset(co, 0, sizeof(*co));
+	co->frequency = rate;
+	co->frequency_arg = o->rate == SP_RATE_MAX ? "max" : NULL;
+	co->stack_size = o->stack_size;
+	co->kernel = o->kernel;
+	co->inherit = o->inherit;
+	co->task_clock = o->task_clock;
+	co->poll_ms = 100;
+	co->tool_name = "libstackpulse";
+	co->has_start_timestamp = o->has_start_timestamp;
+	co->start_timestamp_us = o->start_timestamp_us;
+	co->has_sample_interval = o->has_sample_interval;
+	co->sample_interval_us = o->sample_interval_us;
+	return 0;
+}
+
+const char *sp_error_kind_name(unsigned k)
+{
+	return k < SP_E_COUNT ? sp_errkind_name((enum sp_error_kind)k) : NULL;
+}
+
+const char *sp_error_kind_description(unsigned k)
+{
+	return k < SP_E_COUNT ? sp_errkind_description((enum sp_error_kind)k) : NULL;
+}
