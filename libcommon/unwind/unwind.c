@@ -99,6 +99,20 @@ static inline int apply(const struct sp_unwind_arch *arch, const struct rule *r,
 			v = s->reg[reg];
 			break;
 		case R_OFFSET:
+			/*
+			 * In an epilogue GCC's CFI often still says a register
+			 * is saved at its slot after the pop that restored it:
+			 * a slot below the stack pointer was popped, and the
+			 * register holds what the slot held.  (ld.so's
+			 * _dl_lookup_symbol_x sampled between its pops lost
+			 * rbp so, and its caller's CFA with it.)
+			 */
+			if (cfa + (uint64_t)r->off[reg] < s->reg[arch->sp] &&
+			    (s->valid & (1u << arch->sp)) && (s->valid & (1u << reg)) &&
+			    reg != arch->ra) {
+				v = s->reg[reg];
+				break;
+			}
 			if ((rc = sp_stack_read8(c, cfa + (uint64_t)r->off[reg], &v)) != 0) {
 				if (reg == arch->ra)
 					return rc;

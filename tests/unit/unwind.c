@@ -555,6 +555,100 @@ out:
 	sp_addrspaces_free(a, sp_unwinder_free_object);
 }
 
+/*
+ * A sample between the pops of an epilogue whose CFI still says where the
+ * popped registers were saved (as GCC's often does): the slots lie below
+ * the stack pointer, outside the copy, and the registers already hold
+ * what they held.  epilogue_probe() takes its snapshot there, after its
+ * pops, copying epilogue_len bytes of stack itself (a call would write
+ * over the stack it copies); its caller finds its CFA through rbp alone,
+ * having aligned its stack pointer, so losing rbp would end the walk.
+ */
+uint64_t epilogue_regs[17];
+unsigned char epilogue_stack[65536];
+uint64_t epilogue_len;
+void epilogue_caller(void);
+
+__asm__(
+	".text\n"
+	".type epilogue_probe, @function\n"
+	"epilogue_probe:\n"
+	".cfi_startproc\n"
+	"	push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"	push %rbx\n"
+	".cfi_def_cfa_offset 24\n"
+	".cfi_offset %rbx, -24\n"
+	"	mov $0x1111, %rbx\n"
+	"	mov $0x2222, %rbp\n"
+	"	pop %rbx\n"
+	".cfi_def_cfa_offset 16\n"
+	"	pop %rbp\n"
+	".cfi_def_cfa_offset 8\n"
+	"	lea 0(%rip), %rax\n"
+	"	mov %rax, epilogue_regs+64(%rip)\n"
+	"	mov %rsp, epilogue_regs+56(%rip)\n"
+	"	mov %rbx, epilogue_regs+8(%rip)\n"
+	"	mov %rbp, epilogue_regs+48(%rip)\n"
+	"	mov %r12, epilogue_regs+104(%rip)\n"
+	"	mov %r13, epilogue_regs+112(%rip)\n"
+	"	mov %r14, epilogue_regs+120(%rip)\n"
+	"	mov %r15, epilogue_regs+128(%rip)\n"
+	"	mov %rsp, %rsi\n"
+	"	lea epilogue_stack(%rip), %rdi\n"
+	"	mov epilogue_len(%rip), %rcx\n"
+	"	rep movsb\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size epilogue_probe, .-epilogue_probe\n"
+	".globl epilogue_caller\n"
+	".type epilogue_caller, @function\n"
+	"epilogue_caller:\n"
+	".cfi_startproc\n"
+	"	push %rbp\n"
+	".cfi_def_cfa_offset 16\n"
+	".cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	".cfi_def_cfa_register %rbp\n"
+	"	and $-64, %rsp\n"
+	"	call epilogue_probe\n"
+	"	leave\n"
+	".cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	".cfi_endproc\n"
+	".size epilogue_caller, .-epilogue_caller\n");
+
+SP_TEST(unwind_epilogue_between_pops_keeps_the_popped_registers)
+{
+	const uint32_t pid = 4243;
+	uint64_t stack_end = 0;
+	struct sp_addrspaces *a = sp_addrspaces_new();
+	SP_CHECK(a && map_self(a, pid, &stack_end) > 0 && stack_end);
+	struct sp_unwind_options o = { .max_depth = 256, .fp_fallback = false, .this_host = true };
+	struct sp_unwinder *u = sp_unwinder_new(&o);
+	struct sp_uframe f[256];
+	size_t n = 0;
+	if (!a || !u || !stack_end)
+		goto out;
+	/* The probe's stack pointer lies below this frame: the copy ends before stack_end. */
+	uint64_t here = (uint64_t)(uintptr_t)__builtin_frame_address(0);
+	epilogue_len = stack_end - here < sizeof(epilogue_stack) ? stack_end - here :
+		sizeof(epilogue_stack);
+	epilogue_caller();
+	enum sp_unwind_end e = sp_unwind(u, a, pid, epilogue_regs, 17, epilogue_stack,
+					 epilogue_len, false, f, 256, &n);
+	/* epilogue_probe, epilogue_caller, this test, the driver, libc: to _start. */
+	SP_CHECK(e == SP_END_COMPLETE);
+	SP_CHECK(n >= 5);
+	SP_CHECK(n > 0 && f[0].addr == epilogue_regs[8]);
+	SP_CHECK(n > 1 && f[1].addr > (uint64_t)(uintptr_t)epilogue_caller &&
+		 f[1].addr < (uint64_t)(uintptr_t)epilogue_caller + 32);
+out:
+	sp_unwinder_free(u);
+	sp_addrspaces_free(a, sp_unwinder_free_object);
+}
+
 #endif
 
 /*
