@@ -1,0 +1,412 @@
+/*
+ * The unwinding stage (stage.h): raw samples to interned stacks, the
+ * module records they need, and the unwind record before the summary.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/header.h"
+#include "stream/records.h"
+#include "stream/ustack.h"
+#include "unwind/addrspace.h"
+#include "unwind/arch.h"
+#include "unwind/libunwind.h"
+#include "unwind/stage.h"
+#include "util/alloc.h"
+#include "util/hashmap.h"
+
+#define MAX_KERNEL_FRAMES 512
+
+/* An interned stack: n frames at off in the arena, and its id. */
+struct ostack {
+	struct sp_hashmap_entry ent;
+	size_t off, n, id;
+};
+
+/* The frames of a stack looked up, and the arena the stored ones lie in. */
+struct stackkey {
+	const struct sp_stack_frame *f, *arena;
+	size_t n;
+};
+
+static int stack_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
+		     const void *keydata)
+{
+	const struct ostack *s = sp_container_of(a, const struct ostack, ent);
+	const struct stackkey *k = keydata;
+	(void)b;
+	return s->n != k->n || memcmp(k->arena + s->off, k->f, k->n * sizeof(*k->f)) != 0;
+}
+
+static void free_stack(struct sp_hashmap_entry *e)
+{
+	free(sp_container_of(e, struct ostack, ent));
+}
+
+struct sp_unwind_stage {
+	struct sp_writer *w;
+	struct sp_addrspaces *as;
+	struct sp_unwinder *u;
+	struct sp_lunwinder *lu;	/* libunwind steps; else NULL */
+	bool use_lu;
+	const char *tool;
+	int argc;
+	char **argv;
+	struct sp_unwind_options uo;
+	struct sp_unwind_regmap regs;	/* the segment's architecture */
+	struct sp_object kernel;	/* the pseudo-module of kernel frames */
+	uint64_t next_module;
+	bool oom;			/* memory ran out within the record */
+
+	struct sp_ustack_cache copies;	/* the last full stack copy of each thread */
+
+	/* Interned stacks: frames in one arena, a map of struct ostack. */
+	struct sp_stack_frame *arena;
+	size_t narena, allocarena;
+	struct sp_hashmap stacks;
+	size_t nstacks;
+
+	struct sp_uframe *uframes;
+	struct sp_stack_frame *frames;
+
+	/* Counters for the unwind record. */
+	uint64_t samples, user_samples, frames_out, bad_copies;
+	uint64_t ends[SP_END_COUNT];
+	uint64_t max_depth_full;	/* max_depth ends of copies that filled their window */
+};
+
+static void reset_segment(struct sp_unwind_stage *s)
+{
+	sp_addrspaces_reset(s->as, sp_unwinder_free_object);
+	sp_ustack_cache_release(&s->copies);
+	s->narena = s->nstacks = 0;
+	sp_hashmap_release(&s->stacks, free_stack);
+	sp_hashmap_init(&s->stacks, stack_cmp);
+	s->kernel.out_id = UINT64_MAX;
+	s->next_module = 0;
+	s->samples = s->user_samples = s->frames_out = s->bad_copies = 0;
+	s->max_depth_full = 0;
+	memset(s->ends, 0, sizeof(s->ends));
+}
+
+struct sp_unwind_stage *sp_unwind_stage_new(const struct sp_unwind_stage_options *o,
+					    struct sp_writer *w)
+{
+	struct sp_unwind_stage *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->w = w;
+	s->uo = o->uo;
+	s->use_lu = o->libunwind;
+	s->tool = o->tool;
+	s->argc = o->argc;
+	s->argv = o->argv;
+	sp_unwind_regmap_native(&s->regs, &sp_arch_x86_64);
+	sp_ustack_cache_init(&s->copies);
+	sp_hashmap_init(&s->stacks, stack_cmp);
+	s->kernel.path = "[kernel.kallsyms]";
+	s->kernel.out_id = UINT64_MAX;
+	s->as = sp_addrspaces_new();
+	s->u = sp_unwinder_new(&s->uo);
+	s->uframes = malloc((s->uo.max_depth + 1) * sizeof(*s->uframes));
+	s->frames = malloc((s->uo.max_depth + MAX_KERNEL_FRAMES + 2) * sizeof(*s->frames));
+	if (!s->as || !s->u || !s->uframes || !s->frames) {
+		sp_unwind_stage_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void sp_unwind_stage_free(struct sp_unwind_stage *s)
+{
+	if (!s)
+		return;
+	sp_lunwinder_free(s->lu);
+	if (s->as)
+		sp_addrspaces_free(s->as, sp_unwinder_free_object);
+	sp_unwinder_free(s->u);
+	sp_ustack_cache_release(&s->copies);
+	free(s->arena);
+	sp_hashmap_release(&s->stacks, free_stack);
+	free(s->uframes);
+	free(s->frames);
+	free(s);
+}
+
+static const char *object_kind(const struct sp_object *o)
+{
+	if (o->vdso)
+		return "vdso";
+	if (o->anon)
+		return "jit";
+	return o->path[0] == '[' ? "anon" : "elf";
+}
+
+/* Writes the module record of an object the first time a stack uses it. */
+static uint64_t module_id(struct sp_unwind_stage *s, struct sp_object *o)
+{
+	if (o->out_id != UINT64_MAX)
+		return o->out_id;
+	o->out_id = s->next_module++;
+	struct sp_module_rec m = {
+		.id = o->out_id, .path = o->path,
+		.kind = o == &s->kernel ? "kernel" : object_kind(o),
+		.ident = o->build_id, .identlen = o->build_id_len, .content = o->content_id,
+		.pid = o->anon_pid,
+	};
+	sp_write_module(s->w, &m);
+	return o->out_id;
+}
+
+static uint64_t hash_frames(const struct sp_stack_frame *f, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < n; i++) {
+		h = (h ^ f[i].addr) * 1099511628211ull;
+		h = (h ^ (f[i].module + (f[i].flags << 40))) * 1099511628211ull;
+	}
+	h ^= h >> 29;
+	return h ^ (h >> 32);
+}
+
+/* Returns the id of a stack, writing its record when it is new. */
+static uint64_t intern(struct sp_unwind_stage *s, const struct sp_stack_frame *f, size_t n)
+{
+	struct stackkey key = { f, s->arena, n };
+	struct sp_hashmap_entry probe = { NULL, (uint32_t)hash_frames(f, n) };
+	struct sp_hashmap_entry *e = sp_hashmap_get(&s->stacks, &probe, &key);
+	if (e)
+		return sp_container_of(e, struct ostack, ent)->id;
+	struct ostack *os = malloc(sizeof(*os));
+	if (!os || SP_ALLOC_GROW(s->arena, s->narena + n, s->allocarena) < 0) {
+		free(os);
+		s->oom = true;
+		return 0;
+	}
+	memcpy(s->arena + s->narena, f, n * sizeof(*f));
+	*os = (struct ostack){ probe, s->narena, n, s->nstacks++ };
+	if (sp_hashmap_add(&s->stacks, &os->ent) < 0) {
+		free(os);
+		s->nstacks--;
+		s->oom = true;
+		return 0;
+	}
+	s->narena += n;
+	sp_write_stack(s->w, os->id, f, n);
+	return os->id;
+}
+
+/* Whether a raw sample key is one the stage consumes. */
+static bool raw_key(const msgpack_object *k)
+{
+	static const char *const keys[] = { "t", "pid", "tid", "time", "cpu", "period",
+		"abi", "regs", "ustack", "ustack_shared", "ustack_full", "kstack", "stack" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+		if (sp_obj_str_eq(k, keys[i]))
+			return true;
+	return false;
+}
+
+/* Kernel frames, then the user frames; returns how many are in s->frames. */
+static size_t unwind_frames(struct sp_unwind_stage *s, const msgpack_object *m, uint64_t pid,
+			    const unsigned char *copy, size_t len, bool full)
+{
+	unsigned max_depth = s->uo.max_depth;
+	size_t n = 0;
+	uint64_t abi = 0;
+	const msgpack_object_array *ks = sp_map_array(m, "kstack");
+	for (uint32_t i = 0; ks && i < ks->size && n < MAX_KERNEL_FRAMES; i++) {
+		if (ks->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+			continue;
+		uint64_t a = ks->ptr[i].via.u64;
+		uint64_t flags = SP_FRAME_KERNEL | (n ? SP_FRAME_RETADDR : 0);
+		s->frames[n] = (struct sp_stack_frame){ a, module_id(s, &s->kernel), a, flags };
+		n++;
+	}
+	sp_map_u64(m, "abi", &abi);
+	const msgpack_object_array *regs = sp_map_array(m, "regs");
+	if (!abi || !regs || regs->size < s->regs.need)
+		return n;
+	uint64_t r[256];
+	size_t nr = regs->size < 256 ? regs->size : 256;
+	for (size_t i = 0; i < nr; i++)
+		r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? regs->ptr[i].via.u64 : 0;
+	size_t nu = 0;
+	enum sp_unwind_end end = s->lu ?
+		sp_lunwind(s->lu, s->as, (uint32_t)pid, r, nr, copy, len, full,
+			   s->uframes, max_depth, &nu) :
+		sp_unwind(s->u, s->as, (uint32_t)pid, r, nr, copy, len, full,
+			  s->uframes, max_depth, &nu);
+	s->user_samples++;
+	s->ends[end]++;
+	/* The walk stopped before the copy's end, which may be too short as well. */
+	s->max_depth_full += end == SP_END_MAX_DEPTH && full;
+	for (size_t i = 0; i < nu; i++) {
+		const struct sp_uframe *f = &s->uframes[i];
+		s->frames[n++] = (struct sp_stack_frame){ f->addr,
+			f->obj ? module_id(s, f->obj) : UINT64_MAX, f->rel, f->flags };
+	}
+	if (end != SP_END_COMPLETE)
+		s->frames[n++] = (struct sp_stack_frame){ 0, UINT64_MAX, (uint64_t)end, SP_FRAME_MARKER };
+	return n;
+}
+
+static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec)
+{
+	const msgpack_object *m = rec->map;
+	uint64_t pid = 0, tid = 0, shared = 0, v;
+	bool full = false;
+	sp_map_u64(m, "pid", &pid);
+	sp_map_u64(m, "tid", &tid);
+	sp_map_u64(m, "ustack_shared", &shared);
+	sp_map_bool(m, "ustack_full", &full);
+	const void *us = NULL;
+	size_t uslen = 0;
+	if (!sp_map_bin(m, "ustack", &us, &uslen))
+		uslen = 0;
+	s->samples++;
+
+	/* The full copy: this sample's bytes, then the shared tail. */
+	const unsigned char *copy;
+	size_t len;
+	int rc = sp_ustack_decode(&s->copies, (uint32_t)tid, us, uslen, shared, &copy, &len);
+	if (rc < 0) {
+		s->oom = true;
+		return;
+	}
+	if (rc == SP_USTACK_BAD_SHARE)
+		s->bad_copies++;
+	size_t n = unwind_frames(s, m, pid, copy, len, full);
+	s->frames_out += n;
+
+	/* Module and stack records first, then the sample that uses them. */
+	uint64_t id = n ? intern(s, s->frames, n) : 0;
+	struct sp_mapw out;
+	sp_mapw_begin(&out, s->w);
+	sp_mapw_str(&out, "t", "sample");
+	sp_mapw_u64(&out, "pid", pid);
+	sp_mapw_u64(&out, "tid", tid);
+	if (sp_map_u64(m, "time", &v))
+		sp_mapw_u64(&out, "time", v);
+	if (sp_map_u64(m, "cpu", &v))
+		sp_mapw_u64(&out, "cpu", v);
+	if (sp_map_u64(m, "period", &v))
+		sp_mapw_u64(&out, "period", v);
+	const msgpack_object_map *mm = &m->via.map;
+	for (uint32_t i = 0; i < mm->size; i++)
+		if (!raw_key(&mm->ptr[i].key))
+			sp_mapw_kv(&out, &mm->ptr[i]);
+	if (n)
+		sp_mapw_u64(&out, "stack", id);
+	sp_mapw_end(&out);
+}
+
+/* The unwinder's counters, written just before the capture summary. */
+static void write_unwind_record(struct sp_unwind_stage *s)
+{
+	struct sp_unwind_stats us;
+	sp_unwinder_stats(s->u, &us);
+	struct sp_unwind_rec u = {
+		.samples = s->samples, .user_samples = s->user_samples,
+		.frames = s->frames_out, .stacks = s->nstacks, .modules = s->next_module,
+		.ends = s->ends, .bad_shared_copies = s->bad_copies,
+		.cache_hits = us.cache_hits, .cache_misses = us.cache_misses,
+		.fp_frames = us.fp_frames, .scan_frames = us.scan_frames,
+		.modules_opened = us.modules_opened, .modules_missing = us.modules_missing,
+		.modules_mismatched = us.modules_mismatched,
+		.max_depth_full = s->max_depth_full,
+		.engine = s->lu ? "libunwind" : "stackpulse",
+	};
+	sp_write_unwind(s->w, &u);
+}
+
+/* The capture summary with this stage's truncation count. */
+static void write_summary(struct sp_unwind_stage *s, const msgpack_object *m)
+{
+	msgpack_packer *pk = sp_writer_packer(s->w);
+	const msgpack_object_map *mm = &m->via.map;
+	msgpack_pack_map(pk, mm->size);
+	for (uint32_t i = 0; i < mm->size; i++) {
+		msgpack_pack_object(pk, mm->ptr[i].key);
+		if (sp_obj_str_eq(&mm->ptr[i].key, "truncated_frame_markers"))
+			msgpack_pack_uint64(pk, s->ends[SP_END_TRUNCATED]);
+		else
+			msgpack_pack_object(pk, mm->ptr[i].val);
+	}
+}
+
+/* A new segment: its architecture, a fresh unwinder, the derived header. */
+static int begin_segment(struct sp_unwind_stage *s, const struct sp_record *rec,
+			 const struct sp_header *hdr, struct sp_error *err)
+{
+	if (hdr->stage != SP_STAGE_RAW)
+		return sp_error_set(err, SP_ERR_BAD_INPUT, "the stream is already %s, not raw",
+				    sp_stage_name(hdr->stage));
+	if (sp_unwind_regmap_select(&s->regs, rec->map, err) < 0)
+		return -1;
+	reset_segment(s);
+	sp_lunwinder_free(s->lu);
+	s->lu = NULL;
+	sp_unwinder_free(s->u);
+	s->uo.this_host = sp_header_same_boot(rec->map);
+	s->uo.regs = &s->regs;
+	s->u = sp_unwinder_new(&s->uo);
+	if (!s->u)
+		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
+	if (s->use_lu && !(s->lu = sp_lunwinder_new(s->u, err)))
+		return -1;
+	sp_pack_derived_header(s->w, rec->map, SP_STAGE_UNWOUND, s->tool, s->argc, s->argv);
+	return 0;
+}
+
+int sp_unwind_stage_record(struct sp_unwind_stage *s, const struct sp_record *rec,
+			   const struct sp_header *hdr, struct sp_error *err)
+{
+	switch (rec->type) {
+	case SP_R_HEADER:
+		return begin_segment(s, rec, hdr, err);
+	case SP_R_SAMPLE:
+		unwind_sample(s, rec);
+		break;
+	case SP_R_SUMMARY:
+		write_unwind_record(s);
+		write_summary(s, rec->map);
+		break;
+	case SP_R_RUNTIME: {
+		uint64_t pid = 0;
+		bool cpython = false;
+		if (sp_map_u64(rec->map, "pid", &pid) && pid <= UINT32_MAX &&
+		    sp_map_bool(rec->map, "cpython", &cpython) &&
+		    sp_unwinder_set_cpython(s->u, (uint32_t)pid, cpython) < 0)
+			s->oom = true;
+		sp_writer_raw(s->w, rec->raw, rec->raw_len);
+		break;
+	}
+	case SP_R_PROCESS: case SP_R_MAP: case SP_R_FORK: case SP_R_EXEC: case SP_R_EXIT:
+	case SP_R_IMAGE: case SP_R_JITDUMP:
+		if (sp_addrspaces_apply(s->as, rec->type, rec->map) < 0)
+			s->oom = true;
+		sp_writer_raw(s->w, rec->raw, rec->raw_len);
+		break;
+	default:
+		sp_writer_raw(s->w, rec->raw, rec->raw_len);
+		break;
+	}
+	if (s->oom) {
+		s->oom = false;
+		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
+	}
+	return 0;
+}
+
+const uint64_t *sp_unwind_stage_ends(const struct sp_unwind_stage *s, uint64_t *n)
+{
+	*n = s->user_samples;
+	return s->ends;
+}
+
+const char *sp_unwind_stage_denied(const struct sp_unwind_stage *s, uint32_t *pid, int *err)
+{
+	return sp_unwinder_denied(s->u, pid, err);
+}

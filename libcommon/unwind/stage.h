@@ -1,0 +1,64 @@
+/*
+ * The unwinding stage: a raw stream's records in, the unwound stream's
+ * records out to a writer (format/sp-stream.md, SEGMENTS AND STAGES).
+ * Each raw sample becomes its kernel frames and the user frames unwound
+ * from its registers and stack copy, interned as stack records with the
+ * module records they need written just before; every other record is
+ * passed through.  sp-unwind is a loop over it, and libstackpulse
+ * unwinds raw stacks with it.  Core layer: no printing.
+ */
+#ifndef SP_UNWIND_STAGE_H
+#define SP_UNWIND_STAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "stream/stream.h"
+#include "stream/vocab.h"
+#include "util/error.h"
+#include "unwind/unwind.h"
+
+struct sp_unwind_stage;
+
+struct sp_unwind_stage_options {
+	/* root, module_dirs, max_depth and fp_fallback; the rest is per segment. */
+	struct sp_unwind_options uo;
+	bool libunwind;			/* step with libunwind (unwind/libunwind.h) */
+	/* What the derived header's tools entry says: the program and its arguments. */
+	const char *tool;
+	int argc;
+	char **argv;
+};
+
+/*
+ * A stage writing to w (not owned).  The options are copied, except the
+ * strings they point to, which must outlive the stage.  NULL when memory
+ * runs out.
+ */
+struct sp_unwind_stage *sp_unwind_stage_new(const struct sp_unwind_stage_options *o,
+					    struct sp_writer *w);
+void sp_unwind_stage_free(struct sp_unwind_stage *s);
+
+/*
+ * Takes the next record of the raw stream read by r (its header is the
+ * segment's).  Returns 0, or -1 with the reason in *err: the segment is
+ * not raw (SP_ERR_BAD_INPUT), its architecture or register set cannot
+ * be unwound, libunwind cannot serve it, or memory ran out
+ * (SP_ERR_NOMEM).  A write error stays on the writer.
+ */
+int sp_unwind_stage_record(struct sp_unwind_stage *s, const struct sp_record *rec,
+			   const struct sp_header *hdr, struct sp_error *err);
+
+/*
+ * How the current segment's stacks ended: *n samples with user frames
+ * walked, ends[SP_END_COUNT] by reason (valid until the next record).
+ */
+const uint64_t *sp_unwind_stage_ends(const struct sp_unwind_stage *s, uint64_t *n);
+
+/*
+ * A module file the unwinder was denied (sp_unwinder_denied()), once
+ * per stage: the tool says how to grant it.  NULL when none.
+ */
+const char *sp_unwind_stage_denied(const struct sp_unwind_stage *s, uint32_t *pid, int *err);
+
+#endif
