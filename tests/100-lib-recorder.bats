@@ -161,11 +161,33 @@ samples_of() {
 	[ -z "$(ls -A "$tmp")" ]
 }
 
+@test "a tail taken from the recorder reads a deleted binary as it was sampled; one opened later cannot" {
+	mkdir "$BATS_TEST_TMPDIR/bin"
+	cp "$WORKLOADS/spin" "$BATS_TEST_TMPDIR/bin/spin"
+	"$SP_BUILD/tests/api-recorder-images" "$S" "$BATS_TEST_TMPDIR/bin/spin" 3 > "$BATS_TEST_TMPDIR/out" &
+	rec=$!
+	# Deleted once it has been running (and mapped) for a while.
+	for i in $(seq 100); do
+		pgrep -f "$BATS_TEST_TMPDIR/bin/spin" > /dev/null && break
+		sleep 0.05
+	done
+	sleep 1
+	rm "$BATS_TEST_TMPDIR/bin/spin"
+	wait "$rec"
+	read -r what stacks complete < <(grep '^recorder-tail ' "$BATS_TEST_TMPDIR/out")
+	[ "$stacks" -gt 50 ]
+	[ "$complete" -ge $((stacks * 9 / 10)) ]
+	# The same stream tailed by path: the file is gone, no stack is complete.
+	read -r what stacks2 complete2 < <(grep '^path-tail ' "$BATS_TEST_TMPDIR/out")
+	[ "$stacks2" -eq "$stacks" ]
+	[ "$complete2" -lt $((stacks / 10)) ]
+}
+
 @test "the recorder's functions used wrongly fail with their code and a message" {
 	"$WORKLOADS/spin" 5 & PIDS+=($!)
 	run -0 "$SP_BUILD/tests/api-recorder-misuse" "$S" "$!"
 	[[ "$output" == *"0 failures"* ]]
-	[ "$(grep -c '^ok ' <<< "$output")" -ge 50 ]
+	[ "$(grep -c '^ok ' <<< "$output")" -ge 52 ]
 	[[ "$output" == *"ok sp_recorder_attach after finish: sp_recorder_attach: the recording has finished"* ]]
 	[[ "$output" == *"ok sp_options_set_stack_size(7): stack size 7: give a positive multiple of 8"* ]]
 	[[ "$output" == *"ok sp_recorder_finish twice:"* ]]

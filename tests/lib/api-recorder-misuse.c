@@ -75,6 +75,7 @@ static void null_handles(void)
 	expect("sp_recorder_flush(NULL)", sp_recorder_flush(NULL), SP_ERR_INVALID);
 	expect("sp_recorder_summary(NULL)", sp_recorder_summary(NULL, &s), SP_ERR_INVALID);
 	expect("sp_recorder_finish(NULL)", sp_recorder_finish(NULL, &s), SP_ERR_INVALID);
+	expect_null("sp_recorder_tail(NULL)", sp_recorder_tail(NULL), SP_ERR_INVALID);
 	sp_recorder_free(NULL);
 	expect("sp_discover_descendants(0)", sp_discover_descendants(0, NULL, 0), SP_ERR_INVALID);
 }
@@ -111,6 +112,9 @@ static void wrong_states(struct sp_options *o, const char *out, pid_t target)
 		printf("FAIL sp_recorder_new_fd(a temporary file): %s\n", sp_errmsg(-1));
 		failures++;
 	}
+	if (fd_rec)
+		expect_null("sp_recorder_tail of a recorder writing to a descriptor",
+			    sp_recorder_tail(fd_rec), SP_ERR_STATE);
 	sp_recorder_free(fd_rec);
 	if (f)
 		fclose(f);
