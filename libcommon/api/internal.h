@@ -80,6 +80,41 @@ struct sp_stack {
 };
 
 /*
+ * source.c: reading one stream for a snapshot or a tail, in batches.
+ * The source reads fd (a snapshot: to its end, blocking as the input
+ * does) or, with follow, the regular file open at fd as it grows,
+ * taking only what is complete and never waiting.  A raw segment's
+ * records go through an unwinding stage (unwind/stage.h), module_dir
+ * (NULL: none) added to its search, so that batches always hold the
+ * records of an unwound or symbolized stream.  name is how messages
+ * name the input.  NULL with *err set on failure; fd stays the
+ * caller's.
+ */
+struct sp_source;
+struct sp_source *sp_source_new(const void *profile, int fd, const char *name, bool follow,
+				const char *module_dir, struct sp_error *err);
+void sp_source_free(struct sp_source *s);
+
+/*
+ * Reads the first record now, so that an input that is no stream is
+ * refused at open (SP_ERR_BAD_INPUT, naming what it looks like).
+ * 0, or -1 with the message on the source.
+ */
+int sp_source_check(struct sp_source *s);
+
+/*
+ * The next batch in *b: 1 (it may hold nothing when following), 0 at
+ * the end (a snapshot: the end of the input; following: after the
+ * summary record), -1 with the message on the source (the batches
+ * before held every record before the error).
+ */
+int sp_source_next(struct sp_source *s, const struct sp_batch **b);
+const struct sp_error *sp_source_error(const struct sp_source *s);
+int sp_source_metadata(struct sp_source *s, struct sp_metadata *m);
+int sp_source_summary(struct sp_source *s, struct sp_summary *sum);
+size_t sp_source_runtimes(struct sp_source *s, const struct sp_runtime **r);
+
+/*
  * The exact images a file-backed recorder keeps: a private directory in
  * build-id layout (DIR/.build-id/xx/rest), each entry a link to a
  * descriptor the recorder holds on a file a target mapped, so that a file
