@@ -223,7 +223,11 @@ int sp_recorder_summary(struct sp_recorder *r, struct sp_summary *s);
  */
 int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *s);
 
-/* Frees r: finishes it first if it was not, continues a stopped target. */
+/*
+ * Frees r: finishes it first if it started and did not finish (one never
+ * started writes nothing, and a command it launched is killed), and
+ * continues a target it stopped.
+ */
 void sp_recorder_free(struct sp_recorder *r);
 
 /* ---- stacks, batches and their sources ------------------------------- */

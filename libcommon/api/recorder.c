@@ -194,14 +194,23 @@ struct sp_writer *sp_recorder_writer(struct sp_recorder *r)
 	return r->w;
 }
 
-/* Writes the header and lets a launched command run, once. */
+static void keep_final(struct sp_recorder *r);
+
+/*
+ * Writes the header and lets a launched command run, once.  A recording
+ * that cannot start (the command cannot be run) is over: it counts as
+ * finished, and nothing more is written.
+ */
 static int start(struct sp_recorder *r)
 {
 	if (r->started)
 		return 0;
 	r->started = true;
-	if (sp_capture_start(r->cap, r->argc, r->argv) < 0)
+	if (sp_capture_start(r->cap, r->argc, r->argv) < 0) {
+		r->finished = true;
+		keep_final(r);
 		return fail_capture(r);
+	}
 	return 0;
 }
 
@@ -372,6 +381,14 @@ static void public_summary(const struct sp_summary_rec *in, struct sp_summary *s
 		s->errors[k] = in->errors[k];
 }
 
+/* The summary as the recording ended, for every later question. */
+static void keep_final(struct sp_recorder *r)
+{
+	struct sp_summary_rec rec;
+	sp_capture_summary(r->cap, &rec);
+	public_summary(&rec, &r->final);
+}
+
 int sp_recorder_summary(struct sp_recorder *r, struct sp_summary *s)
 {
 	SP_API_CHECK(r, -1);
@@ -389,13 +406,16 @@ int sp_recorder_summary(struct sp_recorder *r, struct sp_summary *s)
 int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *s)
 {
 	CHECK_LIVE(r, -1);
-	int rc = start(r);
+	if (start(r) < 0) {
+		if (s)
+			*s = r->final;
+		return -1;
+	}
+	int rc = 0;
 	r->finished = true;
-	if (rc == 0 && sp_capture_finish(r->cap) < 0)
+	if (sp_capture_finish(r->cap) < 0)
 		rc = fail_capture(r);
-	struct sp_summary_rec rec;
-	sp_capture_summary(r->cap, &rec);
-	public_summary(&rec, &r->final);
+	keep_final(r);
 	if (rc == 0 && sp_writer_flush(r->w) < 0) {
 		sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));
 		rc = fail(r);
@@ -416,7 +436,8 @@ void sp_recorder_free(struct sp_recorder *r)
 {
 	if (!r)
 		return;
-	if (!r->finished)
+	/* A recording never started writes nothing: its command never ran. */
+	if (r->started && !r->finished)
 		sp_recorder_finish(r, NULL);
 	recorder_release(r);
 }
