@@ -34,7 +34,7 @@ perf_fds() {
 	[ -n "$t" ]
 	run --separate-stderr sp-capture -o "$S" -p "$t" --duration 1
 	[ "$status" -eq 0 ]
-	[ "$stderr" = "sp-capture: $t is a thread of process $P: attaching the whole process" ]
+	[ "$stderr" = "sp-capture: -p $t is a thread of process $P, not a process: the whole process $P is sampled, every thread of it, as perf record -p does; to sample that thread alone give sp-capture -t $t; to sample the process, name it: -p $P" ]
 	# Every pid in the stream is the process's, never the thread's.
 	[ "$(jqs "$S" 'select(.t=="process") | .pid')" = "$P" ]
 	[ "$(jqs "$S" 'select(.t=="sample") | .pid' | sort -u)" = "$P" ]

@@ -394,9 +394,12 @@ static void resolve_pids(struct cli *c)
 	c->npids = c->allocpids = 0;
 	for (size_t i = 0; i < n; i++) {
 		pid_t tgid = sp_proc_tgid(ids[i]);
-		if (tgid > 0 && tgid != ids[i])
-			sp_warn("%d is a thread of process %d: attaching the whole process",
-				(int)ids[i], (int)tgid);
+		if (tgid > 0 && tgid != ids[i]) {
+			/* sp-stat's words: it finds the thread id in the header's args. */
+			struct sp_finding f;
+			sp_finding_pid_is_thread(&f, (uint64_t)ids[i], (uint64_t)tgid);
+			sp_warn("%s; %s", f.what, f.fix);
+		}
 		/* One that does not exist is reported when attaching. */
 		add_id(&c->pids, &c->npids, &c->allocpids, tgid > 0 ? tgid : ids[i]);
 	}
@@ -618,8 +621,9 @@ static void status_line(struct sp_capture *r, double elapsed, bool final)
 }
 
 /*
- * After the recording: no sample is an unusable result (SP_EXIT_FATAL
- * unless --allow-empty); more than 5% of events lost is one warning.
+ * After the recording: no sample, or a few of a launched command that
+ * used almost no CPU, is an unusable result (SP_EXIT_FATAL unless --allow-empty); more
+ * than 5% of events lost is one warning.
  * The words are sp-stat's (stream/advice.h), so the warning and the
  * diagnosis read alike.
  */
@@ -633,7 +637,12 @@ static int check_samples(const struct cli *c, struct sp_capture *r, double secon
 	else if (s.samples == 0)
 		sp_finding_no_samples(&f, c->command ? SP_TARGET_LAUNCHED : SP_TARGET_ATTACHED,
 				      seconds);
-	if (s.samples == 0) {
+	/* A shell's start-up sampled while its child sleeps is no profile either. */
+	bool few = c->command && s.samples && !s.lost &&
+		   sp_few_samples(s.samples, seconds, c->o.frequency);
+	if (few)
+		sp_finding_few_samples(&f, SP_TARGET_LAUNCHED, seconds, s.samples);
+	if (s.samples == 0 || few) {
 		sp_warn("%s; %s%s", f.what, f.fix, c->allow_empty ? "" : " (or give --allow-empty)");
 		return c->allow_empty ? SP_EXIT_OK : SP_EXIT_FATAL;
 	}

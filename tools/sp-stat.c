@@ -215,6 +215,12 @@ struct stats {
 	uint64_t perf_maps_loaded;
 	uint64_t uw_modules_missing, uw_modules_opened, uw_max_depth_full;
 	uint64_t pyeval_only;		/* CPython samples in the eval loop, no Python frame */
+	bool jit_map_asked;		/* a command line asked a JIT for a perf map or jitdump */
+	/* The ids sp-capture -p was given, and the processes it recorded (options.pids). */
+	uint64_t given_pids[16], opt_pids[64];
+	size_t ngiven, nopt;
+	struct sp_u64map container;	/* pid -> 1: a process in another mount namespace */
+	uint64_t container_stops;	/* ... whose stack ended at a missing or other file */
 };
 
 static const char *const origin_names[NORIGINS] = {
@@ -306,6 +312,7 @@ static void forget_segment(struct stats *st)
 	sp_u64map_release(&st->stack_info, free);
 	sp_u64map_release(&st->frame_info, free);
 	sp_u64map_release(&st->stack_mods, free);
+	sp_u64map_release(&st->container, NULL);
 }
 
 static bool has_str(const char *s, size_t n, const char *what)
@@ -475,6 +482,41 @@ static void take_module(struct stats *st, const msgpack_object *m)
 	mi->rt = mi->jit || mi->vdso ? RT_NATIVE : path_runtime(s, n);
 	mi->mod = module_count(st, mi->path);
 	take_module_file(&st->mods[mi->mod], m, mi, k, kn);
+}
+
+/* Whether a command line asks its JIT for a perf map or a jitdump. */
+static void take_map_flags(struct stats *st, const msgpack_object_array *args)
+{
+	for (uint32_t i = 0; args && i < args->size; i++)
+		if (args->ptr[i].type == MSGPACK_OBJECT_STR &&
+		    sp_jit_map_flag(args->ptr[i].via.str.ptr, args->ptr[i].via.str.size))
+			st->jit_map_asked = true;
+}
+
+/* A process in a container, from its record; a child forked from one is in it too. */
+static void take_container(struct stats *st, const struct sp_record *rec)
+{
+	uint64_t pid, ppid, ns;
+	if (!sp_map_u64(rec->map, "pid", &pid))
+		return;
+	bool in = rec->type == SP_R_PROCESS ? sp_map_u64(rec->map, "mntns", &ns) :
+		  sp_map_u64(rec->map, "ppid", &ppid) && ppid != pid &&
+		  sp_u64map_get(&st->container, ppid);
+	if (rec->type == SP_R_PROCESS)
+		take_map_flags(st, sp_map_array(rec->map, "cmdline"));
+	if (in && sp_u64map_put(&st->container, pid, (void *)1) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+}
+
+/* A sample of a process in a container whose stack ended at a file not found, or another. */
+static void take_sample_container(struct stats *st, uint64_t pid, const msgpack_object *m)
+{
+	uint64_t stack;
+	const struct stackinfo *si;
+	if (sp_u64map_get(&st->container, pid) && sp_map_u64(m, "stack", &stack) &&
+	    (si = sp_u64map_get(&st->stack_info, stack)) &&
+	    (si->end == SP_END_MISSING_MODULE || si->end == SP_END_BUILD_ID_MISMATCH))
+		st->container_stops++;
 }
 
 /* The runtime bits of a process, from its map and runtime records. */
@@ -740,6 +782,56 @@ static void take_capture_args(struct stats *st, const msgpack_object *m)
 	}
 }
 
+/* The ids of one -p argument ("123,456"), kept in st->given_pids. */
+static void take_given_pids(struct stats *st, const char *s, size_t n)
+{
+	char buf[256], *p, *end;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(n < sizeof(buf) - 1 ? n : sizeof(buf) - 1), s);
+	for (p = buf; *p && st->ngiven < sizeof(st->given_pids) / sizeof(st->given_pids[0]); p = end) {
+		unsigned long long v = strtoull(p, &end, 10);
+		if (end == p)
+			return;
+		st->given_pids[st->ngiven++] = v;
+		if (*end == ',')
+			end++;
+	}
+}
+
+/*
+ * What sp-capture was asked to record, from its arguments and options:
+ * the ids given to -p, the processes it took them for, and whether the
+ * command asked its JIT for a perf map.
+ */
+static void take_targets(struct stats *st, const msgpack_object *m, const msgpack_object *o)
+{
+	const msgpack_object_array *tools = sp_map_array(m, "tools"), *args, *a;
+	st->ngiven = st->nopt = 0;
+	if (o && (a = sp_map_array(o, "pids")))
+		for (uint32_t i = 0; i < a->size && st->nopt < sizeof(st->opt_pids) / sizeof(st->opt_pids[0]); i++)
+			if (a->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+				st->opt_pids[st->nopt++] = a->ptr[i].via.u64;
+	if (o)
+		take_map_flags(st, sp_map_array(o, "command"));
+	if (!tools || !tools->size || !(args = sp_map_array(&tools->ptr[0], "args")))
+		return;
+	for (uint32_t i = 0; i < args->size; i++) {
+		const msgpack_object *x = &args->ptr[i];
+		if (x->type != MSGPACK_OBJECT_STR)
+			continue;
+		const char *s = x->via.str.ptr;
+		size_t n = x->via.str.size;
+		if (n == 2 && memcmp(s, "--", 2) == 0)
+			return;
+		bool next = (n == 2 && memcmp(s, "-p", 2) == 0) || (n == 5 && memcmp(s, "--pid", 5) == 0);
+		if (next && i + 1 < args->size && args->ptr[i + 1].type == MSGPACK_OBJECT_STR)
+			take_given_pids(st, args->ptr[i + 1].via.str.ptr, args->ptr[i + 1].via.str.size);
+		else if (n > 2 && memcmp(s, "-p", 2) == 0 && isdigit((unsigned char)s[2]))
+			take_given_pids(st, s + 2, n - 2);
+		else if (n > 6 && memcmp(s, "--pid=", 6) == 0)
+			take_given_pids(st, s + 6, n - 6);
+	}
+}
+
 /* An archive record: the recording was archived, and whether kallsyms was kept. */
 static void take_archive(struct stats *st, const msgpack_object *m)
 {
@@ -763,6 +855,7 @@ static void take_header(struct stats *st, const struct sp_record *rec, const str
 	if (host)
 		copy_str(st->boot_id, sizeof(st->boot_id), host, "boot_id");
 	take_capture_args(st, m);
+	take_targets(st, m, o);
 	if (o) {
 		st->have_opts = true;
 		st->launched = sp_map_array(o, "command") != NULL;
@@ -949,6 +1042,8 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 	case SP_R_MAP: case SP_R_RUNTIME: take_process_state(st, rec); break;
 	case SP_R_PROCESS: case SP_R_EXEC: case SP_R_COMM: case SP_R_THREAD:
 		take_process_state(st, rec);
+		if (rec->type == SP_R_PROCESS)
+			take_container(st, rec);
 		sp_map_u64(m, "pid", &pid);
 		if (!sp_map_u64(m, "tid", &tid))
 			tid = pid;
@@ -960,6 +1055,7 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		break;
 	case SP_R_FORK:
 		take_process_state(st, rec);
+		take_container(st, rec);
 		sp_map_u64(m, "pid", &pid);
 		sp_map_u64(m, "tid", &tid);
 		if (sp_map_u64(m, "ppid", &v) && v != pid) {
@@ -984,6 +1080,7 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		count_get(&st->procs, (uint32_t)pid, 0)->samples++;
 		count_get(&st->threads, (uint32_t)pid, (uint32_t)tid)->samples++;
 		take_sample_runtime(st, pid, m, count_get(&st->procs, (uint32_t)pid, 0));
+		take_sample_container(st, pid, m);
 		take_sample_modules(st, m);
 		break;
 	default:
@@ -1381,6 +1478,10 @@ static bool diagnose_unusable(const struct stats *st, struct advice *a, size_t *
 			return false;	/* said as a stream cut short */
 		sp_finding_no_samples(&f, st->attached ? SP_TARGET_ATTACHED :
 				      st->launched ? SP_TARGET_LAUNCHED : SP_TARGET_UNKNOWN, secs);
+	} else if (st->have_summary && !st->lost && st->launched &&
+		   sp_few_samples(st->samples, secs, st->frequency)) {
+		/* sp-capture's words for the same recording. */
+		sp_finding_few_samples(&f, SP_TARGET_LAUNCHED, secs, st->samples);
 	} else if (st->have_unwind && st->uw_user && !st->uw_complete) {
 		int e = main_end(st);
 		sp_finding_incomplete(&f, 0, st->uw_user, sp_unwind_end_description((enum sp_unwind_end)e),
@@ -1431,6 +1532,38 @@ static void diagnose_kernel(const struct stats *st, struct advice *a, size_t *n)
 		sp_read_i64_file("/proc/sys/kernel/kptr_restrict", &kptr);
 		sp_finding_kallsyms_hidden(&f, (long)par, (long)kptr);
 	}
+	advise_finding(a, n, &f);
+}
+
+/*
+ * Ids given to sp-capture -p that it recorded as another process: each
+ * a thread of the process named by the thread records.
+ */
+static void diagnose_targets(const struct stats *st, struct advice *a, size_t *n)
+{
+	struct sp_finding f;
+	for (size_t i = 0; i < st->ngiven; i++) {
+		bool recorded = false;
+		for (size_t k = 0; k < st->nopt; k++)
+			recorded |= st->opt_pids[k] == st->given_pids[i];
+		for (size_t k = 0; k < st->threads.n && !recorded; k++) {
+			const struct named_count *t = &st->threads.v[k];
+			if (t->tid != st->given_pids[i] || t->pid == t->tid)
+				continue;
+			sp_finding_pid_is_thread(&f, t->tid, t->pid);
+			advise_finding(a, n, &f);
+			break;
+		}
+	}
+}
+
+/* Stacks of processes in containers that ended at a file not found or another. */
+static void diagnose_containers(const struct stats *st, struct advice *a, size_t *n)
+{
+	struct sp_finding f;
+	if (!st->container_stops || pct(st->container_stops, st->uw_user) < 1)
+		return;
+	sp_finding_container_files(&f, st->container_stops, st->uw_user, archive_of(st));
 	advise_finding(a, n, &f);
 }
 
@@ -1514,6 +1647,31 @@ static void diagnose_python(const struct stats *st, struct advice *a, size_t *n)
 	       "cannot be profiled by function this way");
 }
 
+/*
+ * JIT code of Node, a JVM or another runtime, none of it named, with no
+ * command line that asked for a map: sp-symbolize's words, the runtime
+ * wrote none.  Returns whether it was said.
+ */
+static bool diagnose_jit_no_map(const struct stats *st, int r, struct advice *a, size_t *n)
+{
+	const struct rtcount *c = &st->rt[r];
+	struct sp_finding f;
+	if (r != RT_NODE && r != RT_JVM && r != RT_JIT)
+		return false;
+	if (c->jit_perf_map || c->jit_jitdump || st->perf_maps_loaded)
+		return false;
+	if (st->jit_map_asked) {
+		/* Asked for, but none read: it was moved, as CPython's. */
+		sp_finding_perf_map_moved(&f, c->jit_unnamed, c->jit_frames, runtimes[r].name,
+					  archive_of(st));
+	} else {
+		sp_finding_jit_no_map(&f, c->jit_unnamed, c->jit_frames, r == RT_NODE ? SP_JIT_NODE :
+				      r == RT_JVM ? SP_JIT_JVM : SP_JIT_UNKNOWN);
+	}
+	advise_finding(a, n, &f);
+	return true;
+}
+
 /* JIT code without names: the runtime's remedy, or a perf map that was moved away. */
 static void diagnose_jit_names(const struct stats *st, struct advice *a, size_t *n)
 {
@@ -1521,6 +1679,8 @@ static void diagnose_jit_names(const struct stats *st, struct advice *a, size_t 
 	for (int r = RT_NODE; r < RT_COUNT; r++) {
 		const struct rtcount *c = &st->rt[r];
 		if (!c->jit_unnamed || pct(c->jit_unnamed, c->jit_frames) < 10)
+			continue;
+		if (diagnose_jit_no_map(st, r, a, n))
 			continue;
 		/* CPython has JIT code (trampolines) only with -X perf, which writes the map. */
 		if (r == RT_CPYTHON && !st->perf_maps_loaded && !c->jit_perf_map) {
@@ -1557,6 +1717,7 @@ static size_t diagnose(const struct stats *st, struct advice *a, bool *unusable)
 		advise(a, &n, what, "samples with nothing to unwind come from kernel-only threads; add --kernel to see their kernel frames");
 	}
 	diagnose_capture(st, a, &n);
+	diagnose_targets(st, a, &n);
 	if (st->empty && pct(st->empty, st->samples) >= 1) {
 		snprintf(what, sizeof(what), "%" PRIu64 " samples (%.1f%%) had no stack: no user stack copy and no kernel frames (error kinds: no_user_stack %" PRIu64 ", no_user_regs %" PRIu64 ")",
 			 st->empty, pct(st->empty, st->samples), st->errors[SP_E_NO_USER_STACK], st->errors[SP_E_NO_USER_REGS]);
@@ -1575,6 +1736,7 @@ static size_t diagnose(const struct stats *st, struct advice *a, bool *unusable)
 		diagnose_ends(st, a, &n, said);
 		diagnose_runtime_ends(st, a, &n);
 	}
+	diagnose_containers(st, a, &n);
 	diagnose_missing(st, a, &n, *unusable);
 	diagnose_jit_names(st, a, &n);
 	diagnose_python(st, a, &n);

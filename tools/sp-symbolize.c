@@ -28,6 +28,61 @@ enum { MAX_RECORD = 256, ALLOW_EMPTY, SYM_OPT };
 /* JIT frames seen for the first time, and those left without a name. */
 static uint64_t jit_frames, jit_unnamed;
 
+/*
+ * Whose JIT code the segment may hold, for the warning on JIT code left
+ * without names: CPython (-X perf writes a map, so none read means it
+ * was moved), Node or a JVM, and whether a command line asked for a map.
+ */
+static struct {
+	bool cpython, map_asked;
+	unsigned runtimes;	/* 1 << enum sp_jit_runtime, by executable */
+} jit_owners;
+
+static void note_map_flags(const msgpack_object_array *args)
+{
+	for (uint32_t i = 0; args && i < args->size; i++)
+		if (args->ptr[i].type == MSGPACK_OBJECT_STR &&
+		    sp_jit_map_flag(args->ptr[i].via.str.ptr, args->ptr[i].via.str.size))
+			jit_owners.map_asked = true;
+}
+
+static void note_jit_owner(const struct sp_record *rec)
+{
+	const msgpack_object *o;
+	const char *s;
+	size_t n;
+	bool b;
+	switch (rec->type) {
+	case SP_R_HEADER:
+		if ((o = sp_map_get(rec->map, "options")))
+			note_map_flags(sp_map_array(o, "command"));
+		break;
+	case SP_R_PROCESS:
+		note_map_flags(sp_map_array(rec->map, "cmdline"));
+		break;
+	case SP_R_MAP:
+		if (sp_map_str(rec->map, "path", &s, &n) && sp_jit_runtime_of_exe(s, n) != SP_JIT_UNKNOWN)
+			jit_owners.runtimes |= 1u << sp_jit_runtime_of_exe(s, n);
+		break;
+	case SP_R_RUNTIME:
+		if (sp_map_bool(rec->map, "cpython", &b) && b)
+			jit_owners.cpython = true;
+		break;
+	default:
+		break;
+	}
+}
+
+/* The runtime the JIT code is of: one seen alone, else unknown. */
+static enum sp_jit_runtime jit_owner(void)
+{
+	if (jit_owners.runtimes == 1u << SP_JIT_NODE)
+		return SP_JIT_NODE;
+	if (jit_owners.runtimes == 1u << SP_JIT_JVM)
+		return SP_JIT_JVM;
+	return SP_JIT_UNKNOWN;
+}
+
 #define HELP_COLUMN 28
 
 static void usage(void)
@@ -164,10 +219,14 @@ static int check_names(struct sp_namer *sym, bool allow_empty)
 		   !st.perf_maps.refused) {
 		/* sp-stat's words (stream/advice.h): the warning and the diagnosis read alike. */
 		struct sp_finding f;
-		sp_finding_perf_map_moved(&f, jit_unnamed, jit_frames, "the", NULL);
+		if (jit_owners.cpython || jit_owners.map_asked)
+			sp_finding_perf_map_moved(&f, jit_unnamed, jit_frames, "the", NULL);
+		else
+			sp_finding_jit_no_map(&f, jit_unnamed, jit_frames, jit_owner());
 		sp_warn("warning: %s; %s", f.what, f.fix);
 	}
 	jit_frames = jit_unnamed = 0;
+	memset(&jit_owners, 0, sizeof(jit_owners));
 	return status;
 }
 
@@ -266,6 +325,7 @@ int main(int argc, char **argv)
 	enum sp_read_status rs;
 	while ((rs = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
 		int rc = 0;
+		note_jit_owner(&rec);
 		switch (rec.type) {
 		case SP_R_HEADER: {
 			const struct sp_header *h = sp_reader_header(r);

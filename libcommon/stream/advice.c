@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "stream/advice.h"
 
@@ -24,27 +25,54 @@ static double share(uint64_t a, uint64_t b)
 	return b ? 100.0 * (double)a / (double)b : 0;
 }
 
-void sp_finding_no_samples(struct sp_finding *f, enum sp_target how, double seconds)
+/*
+ * No samples, or few: head is "no samples" or "only N samples", used
+ * "no" or "almost no"; the fix is the same.
+ */
+static void little_cpu(struct sp_finding *f, enum sp_target how, double seconds,
+		       const char *head, const char *used)
 {
 	switch (how) {
 	case SP_TARGET_ATTACHED:
-		WHAT(f, "no samples: the processes attached with -p used no CPU in the %.1f s recorded "
-		     "(they slept or waited)", seconds);
+		WHAT(f, "%s: the processes attached with -p used %s CPU in the %.1f s recorded "
+		     "(they slept or waited)", head, used, seconds);
 		FIX(f, "record while the process works (sp-capture -p PID during the work, with a "
 		    "--duration that covers it), or launch the work itself: sp-capture -- COMMAND");
 		break;
 	case SP_TARGET_LAUNCHED:
-		WHAT(f, "no samples: the launched command used no CPU in the %.1f s recorded (a program "
-		     "that only sleeps or waits, such as a shell waiting for a child that sleeps)", seconds);
+		WHAT(f, "%s: the launched command used %s CPU in the %.1f s recorded (a program "
+		     "that only sleeps or waits, such as a shell waiting for a child that sleeps)",
+		     head, used, seconds);
 		FIX(f, "launch the program that does the work (sp-capture -- PROGRAM, or exec it from "
 		    "a wrapper: sh -c 'exec PROGRAM'), or attach to it with -p PID while it works");
 		break;
 	default:
-		WHAT(f, "no samples: the profiled processes used no CPU in the %.1f s recorded", seconds);
+		WHAT(f, "%s: the profiled processes used %s CPU in the %.1f s recorded", head, used,
+		     seconds);
 		FIX(f, "record while the program works: launch it (sp-capture -- COMMAND) or attach "
 		    "to it with -p PID during the work");
 		break;
 	}
+}
+
+void sp_finding_no_samples(struct sp_finding *f, enum sp_target how, double seconds)
+{
+	little_cpu(f, how, seconds, "no samples", "no");
+}
+
+bool sp_few_samples(uint64_t samples, double seconds, uint64_t frequency)
+{
+	/* A command of a few milliseconds may well be sampled once: that is all it did. */
+	return samples < SP_FEW_SAMPLES && seconds >= 0.5 &&
+	       100.0 * (double)samples < seconds * (double)frequency;
+}
+
+void sp_finding_few_samples(struct sp_finding *f, enum sp_target how, double seconds,
+			    uint64_t samples)
+{
+	char head[64];
+	snprintf(head, sizeof(head), "only %" PRIu64 " sample%s", samples, samples == 1 ? "" : "s");
+	little_cpu(f, how, seconds, head, "almost no");
 }
 
 void sp_finding_all_lost(struct sp_finding *f, uint64_t lost, uint64_t frequency,
@@ -192,4 +220,94 @@ void sp_finding_not_at_stage(struct sp_finding *f, const char *measure, const ch
 {
 	WHAT(f, "%s cannot be measured: the stream is %s, not %s", measure, stage, needed);
 	FIX(f, "run %s on it first", tool);
+}
+
+enum sp_jit_runtime sp_jit_runtime_of_exe(const char *path, size_t n)
+{
+	const char *slash = memrchr(path, '/', n), *b = slash ? slash + 1 : path;
+	size_t bn = (size_t)(path + n - b);
+	if ((bn == 4 && memcmp(b, "node", 4) == 0) || (bn == 6 && memcmp(b, "nodejs", 6) == 0))
+		return SP_JIT_NODE;
+	if (bn == 4 && memcmp(b, "java", 4) == 0)
+		return SP_JIT_JVM;
+	return SP_JIT_UNKNOWN;
+}
+
+bool sp_jit_map_flag(const char *arg, size_t n)
+{
+	static const char *const flags[] = {
+		"--perf-basic-prof", "--perf-basic-prof-only-functions", "--perf-prof",
+		"-XX:+DumpPerfMapAtExit",
+	};
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (n == strlen(flags[i]) && memcmp(arg, flags[i], n) == 0)
+			return true;
+	return false;
+}
+
+void sp_finding_jit_no_map(struct sp_finding *f, uint64_t unnamed, uint64_t jit_frames,
+			   enum sp_jit_runtime rt)
+{
+	switch (rt) {
+	case SP_JIT_NODE:
+		WHAT(f, "%" PRIu64 " of %" PRIu64 " JIT frames (%.1f%%) of Node.js (V8) have no name: "
+		     "node ran without --perf-basic-prof or --perf-prof, so it wrote no perf map or "
+		     "jitdump to name its JavaScript functions", unnamed, jit_frames,
+		     share(unnamed, jit_frames));
+		FIX(f, "run node with --perf-basic-prof (the names in /tmp/perf-PID.map) or --perf-prof "
+		    "(a jitdump, which sp-capture carries in the stream; add --perf-prof-unwinding-info), "
+		    "and --interpreted-frames-native-stack so that interpreted functions have frames "
+		    "of their own");
+		break;
+	case SP_JIT_JVM:
+		WHAT(f, "%" PRIu64 " of %" PRIu64 " JIT frames (%.1f%%) of Java (JVM) have no name: "
+		     "the JVM wrote no perf map to name its compiled Java methods (it writes none "
+		     "unless asked)", unnamed, jit_frames, share(unnamed, jit_frames));
+		FIX(f, "have the JVM write /tmp/perf-PID.map: on Java 17 or later run java with "
+		    "-XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit, or run jcmd PID "
+		    "Compiler.perfmap while it works; before 17, load a perf map agent (perf-map-agent); "
+		    "and add -XX:+PreserveFramePointer, without which stacks stop in compiled code");
+		break;
+	default:
+		WHAT(f, "%" PRIu64 " of %" PRIu64 " JIT frames (%.1f%%) of an unknown runtime have no "
+		     "name: the runtime wrote no perf map or jitdump to name its code", unnamed,
+		     jit_frames, share(unnamed, jit_frames));
+		FIX(f, "have the JIT describe its code in a perf map (/tmp/perf-PID.map) or a jitdump "
+		    "(jit-PID.dump), and keep frame pointers in it");
+		break;
+	}
+}
+
+void sp_finding_pid_is_thread(struct sp_finding *f, uint64_t tid, uint64_t tgid)
+{
+	WHAT(f, "-p %" PRIu64 " is a thread of process %" PRIu64 ", not a process: the whole "
+	     "process %" PRIu64 " is sampled, every thread of it, as perf record -p does", tid, tgid,
+	     tgid);
+	FIX(f, "to sample that thread alone give sp-capture -t %" PRIu64 "; to sample the process, "
+	    "name it: -p %" PRIu64, tid, tgid);
+}
+
+const char *sp_container_remedy(const char *archive)
+{
+	static char fix[512];
+	if (archive)
+		snprintf(fix, sizeof(fix), "the recording was archived with sp-capture --archive, which "
+			 "kept the container's files: give sp-unwind and sp-symbolize --archive %s",
+			 *archive ? archive : "DIR");
+	else
+		snprintf(fix, sizeof(fix), "the files are in the container's own root, not at the "
+			 "host's paths: unwind and symbolize while the container runs (its files are "
+			 "read through /proc/PID/root), or record with sp-capture --archive DIR, which "
+			 "keeps them, and give sp-unwind and sp-symbolize --archive DIR; or give them "
+			 "--root DIR, the container's root filesystem");
+	return fix;
+}
+
+void sp_finding_container_files(struct sp_finding *f, uint64_t stops, uint64_t user,
+				const char *archive)
+{
+	WHAT(f, "%" PRIu64 " of %" PRIu64 " stacks (%.1f%%) are of processes in a container "
+	     "(another mount namespace) and end where a module file was not found, or was "
+	     "another file than the one recorded", stops, user, share(stops, user));
+	FIX(f, "%s", sp_container_remedy(archive));
 }

@@ -12,6 +12,7 @@
 #define SP_ADVICE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "stream/vocab.h"
@@ -72,6 +73,60 @@ void sp_finding_incomplete(struct sp_finding *f, uint64_t complete, uint64_t use
  */
 void sp_finding_perf_map_moved(struct sp_finding *f, uint64_t unnamed, uint64_t jit_frames,
 			       const char *runtime, const char *archive);
+
+/* A JIT whose code a perf map or jitdump names, known by the program it runs in. */
+enum sp_jit_runtime { SP_JIT_UNKNOWN, SP_JIT_NODE, SP_JIT_JVM };
+
+/* The JIT runtime an executable is, by its name: node, nodejs, java. */
+enum sp_jit_runtime sp_jit_runtime_of_exe(const char *path, size_t n);
+
+/*
+ * Whether one argument of a command line asks its runtime for a perf
+ * map or a jitdump: node's --perf-basic-prof and --perf-prof, the JVM's
+ * -XX:+DumpPerfMapAtExit.
+ */
+bool sp_jit_map_flag(const char *arg, size_t n);
+
+/*
+ * JIT frames left without a name (unnamed of jit_frames) by a runtime
+ * that was not asked to write a perf map or a jitdump: how to get the
+ * names of its functions, and for Java, complete stacks as well.
+ */
+void sp_finding_jit_no_map(struct sp_finding *f, uint64_t unnamed, uint64_t jit_frames,
+			   enum sp_jit_runtime rt);
+
+/*
+ * A thread id given to sp-capture -p: the whole process tgid is
+ * recorded, as perf record -p does; -t records the thread alone.
+ */
+void sp_finding_pid_is_thread(struct sp_finding *f, uint64_t tid, uint64_t tgid);
+
+/*
+ * The fix for module files not found, or found with another identity,
+ * for processes in a container (another mount namespace); archive as
+ * for sp_finding_missing_modules.  The string lives until the next call.
+ */
+const char *sp_container_remedy(const char *archive);
+
+/*
+ * Stacks of processes in containers (stops of user) that ended where a
+ * module file was not found or was another file than the recorded one.
+ */
+void sp_finding_container_files(struct sp_finding *f, uint64_t stops, uint64_t user,
+				const char *archive);
+
+/*
+ * Processes that used almost no CPU in a recording of at least half a
+ * second: fewer than SP_FEW_SAMPLES samples, under 1% of one CPU at the
+ * rate asked for.  The tools apply it to a launched command, which a
+ * user expects to work, not to a service attached to, which may idle.
+ */
+#define SP_FEW_SAMPLES 10
+bool sp_few_samples(uint64_t samples, double seconds, uint64_t frequency);
+
+/* The words of sp_finding_no_samples, for a recording of these few samples. */
+void sp_finding_few_samples(struct sp_finding *f, enum sp_target how, double seconds,
+			    uint64_t samples);
 
 /* Kernel frames left as addresses: recorded on another boot, no --kallsyms given. */
 void sp_finding_kallsyms_other_boot(struct sp_finding *f, uint64_t address_only, uint64_t kernel_frames);

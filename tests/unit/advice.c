@@ -46,3 +46,48 @@ SP_TEST(advice_counts_and_fractions)
 	SP_CHECK_STR(f.what, "address-only frames cannot be measured: the stream is unwound, not symbolized");
 	SP_CHECK_STR(f.fix, "run sp-symbolize on it first");
 }
+
+SP_TEST(advice_few_samples_is_almost_no_cpu)
+{
+	struct sp_finding f;
+	/* sh -c 'sleep 1' at 999 Hz: a start-up sample or three. */
+	SP_CHECK(sp_few_samples(3, 1.0, 999));
+	SP_CHECK(!sp_few_samples(10, 1.0, 999));
+	/* A command of a few milliseconds, sampled once: its CPU is all there was. */
+	SP_CHECK(!sp_few_samples(1, 0.003, 999));
+	SP_CHECK(!sp_few_samples(5, 0.05, 99));
+	sp_finding_few_samples(&f, SP_TARGET_LAUNCHED, 1.0, 1);
+	SP_CHECK(strncmp(f.what, "only 1 sample: the launched command used almost no CPU in the "
+			 "1.0 s recorded", 70) == 0);
+	struct sp_finding none;
+	sp_finding_no_samples(&none, SP_TARGET_LAUNCHED, 1.0);
+	SP_CHECK_STR(f.fix, none.fix);
+	sp_finding_few_samples(&f, SP_TARGET_ATTACHED, 2.0, 4);
+	SP_CHECK(strncmp(f.what, "only 4 samples: the processes attached with -p used almost no CPU",
+			 64) == 0);
+}
+
+SP_TEST(advice_jit_runtimes_and_map_flags)
+{
+	struct sp_finding f;
+	SP_CHECK(sp_jit_runtime_of_exe("/usr/bin/node", 13) == SP_JIT_NODE);
+	SP_CHECK(sp_jit_runtime_of_exe("nodejs", 6) == SP_JIT_NODE);
+	SP_CHECK(sp_jit_runtime_of_exe("/usr/lib/jvm/java-17-openjdk-amd64/bin/java", 43) == SP_JIT_JVM);
+	SP_CHECK(sp_jit_runtime_of_exe("/usr/bin/node-gyp", 17) == SP_JIT_UNKNOWN);
+	SP_CHECK(sp_jit_runtime_of_exe("/usr/bin/javac", 14) == SP_JIT_UNKNOWN);
+	SP_CHECK(sp_jit_map_flag("--perf-basic-prof", 17));
+	SP_CHECK(sp_jit_map_flag("-XX:+DumpPerfMapAtExit", 22));
+	SP_CHECK(!sp_jit_map_flag("--perf-basic-prof-x", 19));
+	SP_CHECK(!sp_jit_map_flag("-XX:+PreserveFramePointer", 25));
+	sp_finding_jit_no_map(&f, 3, 4, SP_JIT_NODE);
+	SP_CHECK(strncmp(f.what, "3 of 4 JIT frames (75.0%) of Node.js (V8) have no name: ", 56) == 0);
+	SP_CHECK(strstr(f.fix, "--perf-basic-prof") && strstr(f.fix, "--perf-prof "));
+	sp_finding_jit_no_map(&f, 1, 1, SP_JIT_JVM);
+	SP_CHECK(strstr(f.fix, "-XX:+DumpPerfMapAtExit") && strstr(f.fix, "Compiler.perfmap") &&
+		 strstr(f.fix, "-XX:+PreserveFramePointer"));
+	sp_finding_pid_is_thread(&f, 4243, 4242);
+	SP_CHECK_STR(f.fix, "to sample that thread alone give sp-capture -t 4243; to sample the "
+		     "process, name it: -p 4242");
+	SP_CHECK(strstr(sp_container_remedy("arch"), "--archive arch") != NULL);
+	SP_CHECK(strstr(sp_container_remedy(NULL), "--root DIR") != NULL);
+}
