@@ -473,8 +473,10 @@ struct sp_symbol {
 /*
  * The named frames of st, leaf first, inlined calls expanded, in *frames:
  * returns their number, or -1 (SP_ERR_MISMATCH: st is not of this
- * symbolizer's profile).  With SP_CACHE_INTERNAL the frames stay valid as
- * long as the symbolizer; with SP_CACHE_EXTERNAL until the next resolve.
+ * symbolizer's profile; SP_ERR_STATE: its batch was not given to
+ * sp_symbolizer_update()).  With SP_CACHE_INTERNAL the frames stay valid
+ * until an update invalidates st (the same pointer is returned for st
+ * until then); with SP_CACHE_EXTERNAL until the next resolve.
  */
 ssize_t sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack *st,
 			      const struct sp_symbol **frames);

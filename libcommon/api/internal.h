@@ -12,6 +12,16 @@
  *   snapshot.c    struct sp_snapshot; tail.c: struct sp_tail
  *   symbolizer.c  struct sp_symbolizer over sym/symbolizer.h (sp_namer)
  *
+ * sp-symbolize stays on sp_namer, not on the public symbolizer: it
+ * rewrites the stream, and what it writes is the namer's, not a display
+ * frame's: a frame record per interned frame under the segment's frame
+ * id, with rel, offset and the inline array as one record; the symstack
+ * of each stack where the stack record was, in the input's order; a
+ * stack named again under the same id once a jitdump record names its
+ * JIT code (sp_namer_keep_stack()); the symbolize record's counters.
+ * The public symbolizer gives inlined calls as entries of their own, ids
+ * of its own, and batches whose stacks are apart from their records.
+ *
  * Every public function checks its handles first and, on any failure,
  * publishes the handle's error (sp_error_publish()) before returning -1
  * or NULL, so that sp_errno() and sp_errmsg(-1) say what went wrong.
