@@ -82,6 +82,21 @@ leaves() {
 	[ "$n" -ge $(($(sp-cat -t sample "$BATS_TEST_TMPDIR/inl.raw" | wc -l) * 7 / 10)) ]
 }
 
+@test "two recordings in one stream: the second segment invalidates all, and reuses no frame id" {
+	cat "$D/deep.raw" "$D/deep.raw" > "$BATS_TEST_TMPDIR/two.raw"
+	run -0 --separate-stderr "$EX/external-cache" "$BATS_TEST_TMPDIR/two.raw"
+	echo "$stderr"
+	[[ $stderr == "invalidations 1 (segments 1, processes 0) "* ]]
+	echo "$output" > "$BATS_TEST_TMPDIR/two"
+	"$EX/symbolize-profile" "$D/deep.raw" > "$BATS_TEST_TMPDIR/one"
+	[ "$(weight "$BATS_TEST_TMPDIR/two")" -eq $(($(weight "$BATS_TEST_TMPDIR/one") * 2)) ]
+	run -0 "$EX/symbolize-profile" -l "$D/deep.raw"
+	one=$(wc -l <<< "$output")
+	run -0 "$EX/symbolize-profile" -l "$BATS_TEST_TMPDIR/two.raw"
+	[ "$(wc -l <<< "$output")" -eq $((one * 2)) ]
+	[ "$(cut -d' ' -f1 <<< "$output" | sort -u | wc -l)" -eq $((one * 2)) ]
+}
+
 @test "python-frames: with perf maps only for processes last marked CPython, Python functions are named" {
 	PY=$(python312)
 	[ -n "$PY" ]

@@ -84,7 +84,7 @@ struct sp_symbolizer {
 	struct sp_namer *namer;
 	struct sp_error err;
 
-	bool in_segment, resolved_any;
+	bool in_segment;
 	uint32_t segment;
 	struct sp_hashmap pool;		/* struct pooled, this segment */
 	struct modinfo *mods;
@@ -527,7 +527,7 @@ int sp_symbolizer_update(struct sp_symbolizer *sym, const struct sp_batch *b,
 		int rc = 0;
 		switch (rec->type) {
 		case SP_R_HEADER:
-			all = sym->resolved_any;
+			all = sym->in_segment;
 			reset_segment(sym);
 			sp_namer_begin_segment(sym->namer, rec->map);
 			sym->segment = b->segment;
@@ -681,7 +681,6 @@ ssize_t sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack *
 		return (ssize_t)c->n;
 	}
 	struct cached got = { .cacheable = true };
-	sym->resolved_any = true;
 	if (resolve_frames(sym, st, &got) < 0)
 		return nomem(sym);
 	sym->cacheable = got.cacheable;
