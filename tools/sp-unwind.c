@@ -19,6 +19,7 @@
 #include "stream/header.h"
 #include "stream/stream.h"
 #include "tool.h"
+#include "unwind/libunwind.h"
 #include "unwind/stage.h"
 #include "util/modfile.h"
 
@@ -94,6 +95,29 @@ static void check_dir(const char *opt, const char *dir)
 	else if (!S_ISDIR(sb.st_mode))
 		sp_warn("%s '%s': not a directory; no module file is found there", opt, dir);
 }
+
+/* --engine=libunwind: libunwind steps, through unwind/libunwind.h. */
+static void *lu_segment(struct sp_unwinder *u, struct sp_error *err)
+{
+	return sp_lunwinder_new(u, err);
+}
+
+static void lu_free(void *l)
+{
+	sp_lunwinder_free(l);
+}
+
+static enum sp_unwind_end lu_unwind(void *l, struct sp_addrspaces *a, uint32_t pid,
+				    const uint64_t *regs, size_t nregs,
+				    const unsigned char *stack, size_t len, bool full,
+				    struct sp_uframe *out, size_t max, size_t *n)
+{
+	return sp_lunwind(l, a, pid, regs, nregs, stack, len, full, out, max, n);
+}
+
+static const struct sp_unwind_engine libunwind_engine = {
+	"libunwind", lu_segment, lu_free, lu_unwind,
+};
 
 /* A module file the unwinder could not read, and how to let it. */
 static void warn_denied(const struct sp_unwind_stage *stage)
@@ -190,7 +214,7 @@ int main(int argc, char **argv)
 	struct sp_unwind_stage_options so = {
 		.uo = { .root = ms.root, .module_dirs = ms.dirs, .nmodule_dirs = ms.ndirs,
 			.max_depth = max_depth, .fp_fallback = fp },
-		.libunwind = use_lu, .tool = "sp-unwind", .argc = argc, .argv = argv,
+		.engine = use_lu ? &libunwind_engine : NULL, .tool = "sp-unwind", .argc = argc, .argv = argv,
 	};
 	struct sp_unwind_stage *stage = w ? sp_unwind_stage_new(&so, w) : NULL;
 	struct sp_reader *r = follow ? sp_reader_follow(input, &sp_interrupted, sp_note_warn, NULL)

@@ -707,9 +707,10 @@ static int finish_batch(struct sp_source *s)
 		if (s->stackdef[i] == NO_DEF)
 			continue;
 		const struct stackdef *d = &s->defs[s->stackdef[i]];
-		st->raw = s->raw + d->raw;
+		/* A segment whose stacks have no frames at all has no arenas. */
+		st->raw = s->raw ? s->raw + d->raw : NULL;
 		st->nraw = d->nraw;
-		st->frames = s->frm + d->frm;
+		st->frames = s->frm ? s->frm + d->frm : NULL;
 		st->nframes = d->nfrm;
 		st->end = d->end;
 	}

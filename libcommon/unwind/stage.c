@@ -11,7 +11,6 @@
 #include "stream/ustack.h"
 #include "unwind/addrspace.h"
 #include "unwind/arch.h"
-#include "unwind/libunwind.h"
 #include "unwind/stage.h"
 #include "util/alloc.h"
 #include "util/hashmap.h"
@@ -48,8 +47,8 @@ struct sp_unwind_stage {
 	struct sp_writer *w;
 	struct sp_addrspaces *as;
 	struct sp_unwinder *u;
-	struct sp_lunwinder *lu;	/* libunwind steps; else NULL */
-	bool use_lu;
+	const struct sp_unwind_engine *engine;	/* another engine, or NULL */
+	void *lu;			/* its state for the segment */
 	const char *tool;
 	int argc;
 	char **argv;
@@ -98,7 +97,7 @@ struct sp_unwind_stage *sp_unwind_stage_new(const struct sp_unwind_stage_options
 		return NULL;
 	s->w = w;
 	s->uo = o->uo;
-	s->use_lu = o->libunwind;
+	s->engine = o->engine;
 	s->tool = o->tool;
 	s->argc = o->argc;
 	s->argv = o->argv;
@@ -122,7 +121,8 @@ void sp_unwind_stage_free(struct sp_unwind_stage *s)
 {
 	if (!s)
 		return;
-	sp_lunwinder_free(s->lu);
+	if (s->lu)
+		s->engine->free(s->lu);
 	if (s->as)
 		sp_addrspaces_free(s->as, sp_unwinder_free_object);
 	sp_unwinder_free(s->u);
@@ -234,7 +234,7 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const msgpack_object *m, 
 		r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? regs->ptr[i].via.u64 : 0;
 	size_t nu = 0;
 	enum sp_unwind_end end = s->lu ?
-		sp_lunwind(s->lu, s->as, (uint32_t)pid, r, nr, copy, len, full,
+		s->engine->unwind(s->lu, s->as, (uint32_t)pid, r, nr, copy, len, full,
 			   s->uframes, max_depth, &nu) :
 		sp_unwind(s->u, s->as, (uint32_t)pid, r, nr, copy, len, full,
 			  s->uframes, max_depth, &nu);
@@ -316,7 +316,7 @@ static void write_unwind_record(struct sp_unwind_stage *s)
 		.modules_opened = us.modules_opened, .modules_missing = us.modules_missing,
 		.modules_mismatched = us.modules_mismatched,
 		.max_depth_full = s->max_depth_full,
-		.engine = s->lu ? "libunwind" : "stackpulse",
+		.engine = s->lu ? s->engine->name : "stackpulse",
 	};
 	sp_write_unwind(s->w, &u);
 }
@@ -346,7 +346,8 @@ static int begin_segment(struct sp_unwind_stage *s, const struct sp_record *rec,
 	if (sp_unwind_regmap_select(&s->regs, rec->map, err) < 0)
 		return -1;
 	reset_segment(s);
-	sp_lunwinder_free(s->lu);
+	if (s->lu)
+		s->engine->free(s->lu);
 	s->lu = NULL;
 	sp_unwinder_free(s->u);
 	s->uo.this_host = sp_header_same_boot(rec->map);
@@ -354,7 +355,7 @@ static int begin_segment(struct sp_unwind_stage *s, const struct sp_record *rec,
 	s->u = sp_unwinder_new(&s->uo);
 	if (!s->u)
 		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
-	if (s->use_lu && !(s->lu = sp_lunwinder_new(s->u, err)))
+	if (s->engine && !(s->lu = s->engine->segment(s->u, err)))
 		return -1;
 	sp_pack_derived_header(s->w, rec->map, SP_STAGE_UNWOUND, s->tool, s->argc, s->argv);
 	return 0;

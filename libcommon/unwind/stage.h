@@ -20,10 +20,27 @@
 
 struct sp_unwind_stage;
 
+/*
+ * Another engine that steps from frame to frame in place of unwind.c's,
+ * as sp_unwind() does (sp-unwind --engine=libunwind): made for each
+ * segment over the segment's unwinder, which finds the modules.  It is
+ * given from outside, so that only a program that links libunwind
+ * refers to unwind/libunwind.h.
+ */
+struct sp_unwind_engine {
+	const char *name;		/* the unwind record's "engine" */
+	void *(*segment)(struct sp_unwinder *u, struct sp_error *err);	/* NULL: err set */
+	void (*free)(void *engine);
+	enum sp_unwind_end (*unwind)(void *engine, struct sp_addrspaces *a, uint32_t pid,
+				     const uint64_t *regs, size_t nregs,
+				     const unsigned char *stack, size_t len, bool full,
+				     struct sp_uframe *out, size_t max, size_t *n);
+};
+
 struct sp_unwind_stage_options {
 	/* root, module_dirs, max_depth and fp_fallback; the rest is per segment. */
 	struct sp_unwind_options uo;
-	bool libunwind;			/* step with libunwind (unwind/libunwind.h) */
+	const struct sp_unwind_engine *engine;	/* NULL: unwind.c's */
 	/* What the derived header's tools entry says: the program and its arguments. */
 	const char *tool;
 	int argc;
@@ -43,7 +60,7 @@ void sp_unwind_stage_free(struct sp_unwind_stage *s);
  * Takes the next record of the raw stream read by r (its header is the
  * segment's).  Returns 0, or -1 with the reason in *err: the segment is
  * not raw (SP_ERR_BAD_INPUT), its architecture or register set cannot
- * be unwound, libunwind cannot serve it, or memory ran out
+ * be unwound, the engine cannot serve it, or memory ran out
  * (SP_ERR_NOMEM).  A write error stays on the writer.
  */
 int sp_unwind_stage_record(struct sp_unwind_stage *s, const struct sp_record *rec,
