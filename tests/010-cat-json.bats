@@ -11,7 +11,7 @@ load helper
 JSON
 	sp-cat --from-json "$BATS_TEST_TMPDIR/v.jsonl" > "$BATS_TEST_TMPDIR/v.sps"
 	run sp-cat "$BATS_TEST_TMPDIR/v.sps"
-	[ "$status" -eq 1 ]	# no header: reported, but every record is shown first
+	[ "$status" -eq 2 ]	# no header: not one record could be read
 	[[ "$output" == *"does not start with a header"* ]]
 	# Round trip without the header check: wrap in a header and a summary.
 	{ head -n 1 "$VECTORS/values.jsonl"; cat "$BATS_TEST_TMPDIR/v.jsonl"; tail -n 1 "$VECTORS/values.jsonl"; } > "$BATS_TEST_TMPDIR/w.jsonl"

@@ -547,7 +547,8 @@ static int save_kallsyms(const char *path)
 		sp_warn("cannot read '/proc/kallsyms': %s", strerror(errno));
 		return -1;
 	}
-	FILE *out = fopen(path, "we");
+	/* Written as the recording is: a file it replaces is kept as FILE.old. */
+	FILE *out = sp_extra_open(path, true);
 	if (!out) {
 		sp_warn("cannot create the --kallsyms-out file '%s': %s", path, strerror(errno));
 		fclose(in);
@@ -562,9 +563,15 @@ static int save_kallsyms(const char *path)
 		fputs(line, out);
 		lines++;
 	}
+	int read_err = ferror(in) ? errno : 0;
 	fclose(in);
-	if (fclose(out) != 0) {
+	/* A copy cut short by a read error is no kallsyms: the old file stays. */
+	if (sp_extra_close(out, !read_err) != 0) {
 		sp_warn("cannot write the --kallsyms-out file '%s': %s", path, strerror(errno));
+		return -1;
+	}
+	if (read_err) {
+		sp_warn("cannot read '/proc/kallsyms': %s", strerror(read_err));
 		return -1;
 	}
 	if (lines && !nonzero)

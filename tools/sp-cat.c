@@ -233,7 +233,7 @@ static int stream_to_json(const struct options *o, const char *path, FILE *out)
 {
 	const char *name = path ? path : "-";
 	bool follow = o->follow && strcmp(name, "-") != 0;
-	int fd = follow ? -1 : sp_open_input(path);
+	int fd = follow ? sp_follow_input(path) : sp_open_input(path);
 	struct sp_reader *r = follow ? sp_reader_follow(name, &sp_interrupted, sp_note_warn, NULL)
 				     : sp_reader_new(fd, name);
 	if (!r)

@@ -145,6 +145,12 @@ static void write_new(void *arg)
 		fflush(fo->out);
 }
 
+/* A --per-thread file, written as the output is: complete, or not at all. */
+static FILE *open_thread_file(const char *path)
+{
+	return sp_extra_open(path, false);
+}
+
 /* --top: the report of the functions with most self (or total) time. */
 static int write_top(struct sp_fold *f, FILE *out, size_t n, enum sp_top_sort sort)
 {
@@ -236,7 +242,11 @@ int main(int argc, char **argv)
 		case ONLY_COMM: split_str(optarg, &o.comms, &o.ncomms, &alloc_comms); break;
 		case FROM: o.from = parse_seconds(optarg, "--from"); break;
 		case TO: o.to = parse_seconds(optarg, "--to"); break;
-		case PER_THREAD: o.per_thread_dir = optarg; break;
+		case PER_THREAD:
+			o.per_thread_dir = optarg;
+			o.open_file = open_thread_file;
+			o.close_file = sp_extra_close;
+			break;
 		case TOP:
 			if (sp_parse_u64(optarg, SIZE_MAX, &top) < 0)
 				sp_usage_error("invalid --top '%s': give a number of rows", optarg);
@@ -269,7 +279,7 @@ int main(int argc, char **argv)
 
 	/* Following a file opens it when it appears; a pipe needs no following. */
 	bool follow_file = follow && input && strcmp(input, "-") != 0;
-	int infd = follow_file ? -1 : sp_open_input(input);
+	int infd = follow_file ? sp_follow_input(input) : sp_open_input(input);
 	int outfd = sp_open_output(output, o.format == SP_FOLD_PPROF);
 	FILE *out = sp_output_file(outfd);
 	struct sp_reader *r = follow_file ? sp_reader_follow(input, &sp_interrupted, sp_note_warn, NULL)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "stream/advice.h"
@@ -2230,6 +2231,10 @@ static int report_system(bool json, FILE *out)
 	bool user_ok = try_event(false), kernel_ok = try_event(true);
 	char py[1024] = "";
 	bool have_py = find_python(py, sizeof(py));
+	/* Said in every form of the report: these answers are this host's, not a recording's. */
+	struct utsname u;
+	if (uname(&u) < 0)
+		memset(&u, 0, sizeof(u));
 	struct advice a[8];
 	size_t n = 0;
 	if (!user_ok)
@@ -2252,6 +2257,12 @@ static int report_system(bool json, FILE *out)
 		struct sp_jw j;
 		sp_jw_init(&j, &b);
 		sp_jw_object_begin(&j);
+		sp_jw_key(&j, "this_host");
+		sp_jw_object_begin(&j);
+		sp_jw_kv_str(&j, "hostname", u.nodename);
+		sp_jw_kv_str(&j, "kernel", u.release);
+		sp_jw_kv_str(&j, "arch", u.machine);
+		sp_jw_object_end(&j);
 		sp_jw_kv_i64(&j, "perf_event_paranoid", paranoid);
 		sp_jw_kv_i64(&j, "kptr_restrict", kptr);
 		sp_jw_kv_i64(&j, "max_sample_rate", maxrate);
@@ -2266,7 +2277,8 @@ static int report_system(bool json, FILE *out)
 		sp_jw_object_end(&j);
 		json_out(&b, out);
 	} else {
-		fprintf(out, "this host:\n");
+		fprintf(out, "This host: %s, kernel %s, %s\n", u.nodename[0] ? u.nodename : "unknown",
+			u.release[0] ? u.release : "unknown", u.machine[0] ? u.machine : "unknown");
 		fprintf(out, "  kernel.perf_event_paranoid %ld, kernel.kptr_restrict %ld\n", paranoid, kptr);
 		fprintf(out, "  kernel.perf_event_max_sample_rate %ld Hz, perf_event_mlock_kb %ld\n", maxrate, mlock);
 		fprintf(out, "  running as %s; CAP_PERFMON %s, CAP_SYS_ADMIN %s\n", geteuid() == 0 ? "root" : "a user",
@@ -2356,6 +2368,8 @@ int main(int argc, char **argv)
 		while ((rs = sp_reader_next(r, &rec)) == SP_READ_RECORD)
 			take_record(&st, &rec, sp_reader_header(r));
 		if (rs == SP_READ_ERROR) {
+			if (sp_reader_records(r) == 0)
+				sp_die_unread(r, path ? path : "-");
 			sp_warn("'%s': %s", path ? path : "-", sp_reader_error(r));
 			status = SP_EXIT_PARTIAL;
 			st.have_summary = false;

@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 	/* Following a file opens it when it appears; a pipe needs no following. */
 	if (follow && (!input || strcmp(input, "-") == 0))
 		follow = false;
-	int infd = follow ? -1 : sp_open_input(input);
+	int infd = follow ? sp_follow_input(input) : sp_open_input(input);
 	int outfd = sp_open_output(output, true);
 	struct sp_writer *w = sp_writer_new(outfd, output ? output : "-");
 	struct sp_unwind_stage_options so = {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stream/stream.h"
@@ -32,18 +33,38 @@ static struct out_cookie stdout_cookie = { STDOUT_FILENO, 0 };
 static bool stdout_wrapped;
 static pid_t owner;
 
-/* The output file (-o), written under a temporary name until it is renamed. */
+/*
+ * A file written under a temporary and put in place when it is complete,
+ * so that the file it replaces survives every failure before that.
+ */
+struct tmpout {
+	char *path;		/* the file it replaces, links resolved */
+	int fd;			/* the temporary */
+	char *tmp;		/* its name, or NULL: unnamed (O_TMPFILE) */
+	bool pending;		/* not yet in place */
+	bool keep_old;		/* keep a replaced file as NAME.old */
+};
+
+/* The output file (-o). */
 static struct {
 	const char *name;	/* for messages: as given, or "standard output" */
-	char *path;		/* the file the temporary replaces, links resolved */
-	char *tmp;		/* the temporary, until it is renamed */
-	bool keep_old;		/* keep a replaced file as NAME.old */
+	char *where;		/* the file as a path resolved, for the inputs to follow */
+	struct tmpout t;
 	bool failed;		/* a write to it failed */
 	bool have_id;		/* dev and ino of the output are known */
 	dev_t dev;
 	ino_t ino;
 	struct out_cookie cookie;	/* for sp_output_file() */
-} output = { .name = "standard output", .cookie = { -1, 0 } };
+} output = { .name = "standard output", .t = { .fd = -1 }, .cookie = { -1, 0 } };
+
+/* The other files a tool writes (sp_extra_open()), while they are open. */
+struct extra {
+	struct tmpout t;
+	struct out_cookie k;
+	FILE *f;
+	struct extra *next;
+};
+static struct extra *extras;
 
 /* The regular files read so far, so that none is also the output. */
 static struct input_id {
@@ -83,16 +104,22 @@ static FILE *cookie_file(struct out_cookie *k)
 	return fopencookie(k, "w", io);
 }
 
-static void remove_temporary(void)
+/* Removes the named temporaries; an unnamed one goes with the process. */
+static void remove_temporaries(void)
 {
-	if (output.tmp && getpid() == owner)
-		unlink(output.tmp);
+	if (getpid() != owner)
+		return;
+	if (output.t.pending && output.t.tmp)
+		unlink(output.t.tmp);
+	for (struct extra *e = extras; e; e = e->next)
+		if (e->t.pending && e->t.tmp)
+			unlink(e->t.tmp);
 }
 
 /* Interrupted before the output was complete: leave no temporary behind. */
 static void on_interrupt(int sig)
 {
-	remove_temporary();
+	remove_temporaries();
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
@@ -283,21 +310,14 @@ static ssize_t peek_pipe(int fd, unsigned char *buf, size_t n)
 	return k;
 }
 
-/* Refuses, with what to do instead, an input that is plainly not a stream. */
-static void sniff_input(int fd, const char *path, const char *name, const struct stat *st)
+/*
+ * Refuses, with what to do instead, an input whose first bytes are of the
+ * kind given: path as given (NULL: standard input), name as messages show it.
+ */
+static void refuse_kind(enum sp_sniff kind, const char *path, const char *name)
 {
-	unsigned char buf[16];
-	ssize_t n = -1;
-	if (S_ISREG(st->st_mode)) {
-		off_t at = lseek(fd, 0, SEEK_CUR);
-		n = pread(fd, buf, sizeof(buf), at < 0 ? 0 : at);
-	} else if (S_ISFIFO(st->st_mode)) {
-		n = peek_pipe(fd, buf, sizeof(buf));
-	}
-	if (n <= 0)
-		return;
 	const char *file = path ? path : "FILE", *unpack = NULL;
-	switch (sp_sniff(buf, (size_t)n)) {
+	switch (kind) {
 	case SP_SNIFF_PERF_DATA:
 		sp_die(SP_EXIT_FATAL, "%s is a perf.data file (from perf record), not a stackpulse "
 		       "stream: record with sp-capture instead (there is no converter from "
@@ -323,6 +343,21 @@ static void sniff_input(int fd, const char *path, const char *name, const struct
 	sp_die(SP_EXIT_FATAL, "%s is %s-compressed: %s %s | %s", name,
 	       strcmp(unpack, "zcat") == 0 ? "gzip" : unpack[0] == 'z' ? "zstd" :
 	       unpack[0] == 'x' ? "xz" : "bzip2", unpack, file, sp_progname);
+}
+
+/* Refuses an input that is plainly not a stream. */
+static void sniff_input(int fd, const char *path, const char *name, const struct stat *st)
+{
+	unsigned char buf[16];
+	ssize_t n = -1;
+	if (S_ISREG(st->st_mode)) {
+		off_t at = lseek(fd, 0, SEEK_CUR);
+		n = pread(fd, buf, sizeof(buf), at < 0 ? 0 : at);
+	} else if (S_ISFIFO(st->st_mode)) {
+		n = peek_pipe(fd, buf, sizeof(buf));
+	}
+	if (n > 0)
+		refuse_kind(sp_sniff(buf, (size_t)n), path, name);
 }
 
 static int open_input(const char *path, bool stream)
@@ -362,6 +397,73 @@ int sp_open_text_input(const char *path)
 	return open_input(path, false);
 }
 
+/*
+ * Where a file at path is or would be: its directory with links resolved
+ * and its own name, so that two spellings of a path not yet made compare
+ * equal.  Falls back to the path as given.
+ */
+static char *resolve_path(const char *path)
+{
+	char *full = realpath(path, NULL);
+	if (full)
+		return full;
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, (size_t)(slash - path) + (slash == path)) : NULL;
+	char *rdir = realpath(dir ? dir : ".", NULL);
+	free(dir);
+	if (!rdir)
+		return sp_xstrdup(path);
+	const char *base = slash ? slash + 1 : path;
+	size_t n = strlen(rdir) + strlen(base) + 2;
+	char *r = sp_xmalloc(n);
+	snprintf(r, n, "%s%s%s", rdir, strcmp(rdir, "/") == 0 ? "" : "/", base);
+	free(rdir);
+	return r;
+}
+
+/* Followed paths that named no file yet: none of them may become the output. */
+static struct future_input {
+	char *where;
+	char *name;
+} *futures;
+static size_t nfutures;
+
+int sp_follow_input(const char *path)
+{
+	char buf[PATH_MAX + 8];
+	const char *name = input_name(path, buf, sizeof(buf));
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ENOENT) {
+		/*
+		 * The output is put in place when the tool ends: at the
+		 * followed path it would replace the recording that appears
+		 * there meanwhile.
+		 */
+		char *where = resolve_path(path);
+		if (output.where && strcmp(where, output.where) == 0)
+			same_file(path);
+		futures = sp_xrealloc(futures, (nfutures + 1) * sizeof(*futures));
+		futures[nfutures++] = (struct future_input){ where, sp_xstrdup(path) };
+		return -1;
+	}
+	if (fd < 0)
+		sp_die(SP_EXIT_FATAL, "cannot open '%s': %s", path, strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		sp_die(SP_EXIT_FATAL, "cannot read %s: %s", name, strerror(errno));
+	if (S_ISDIR(st.st_mode))
+		sp_die(SP_EXIT_FATAL, "%s is a directory, not a stream", name);
+	if (isatty(fd))
+		sp_die(SP_EXIT_FATAL, "refusing to read a binary stream from a terminal (%s): give "
+		       "a file, or pipe a stream in", name);
+	note_input(path, &st);
+	/* A FIFO is not waited for here: the reader reads it as a pipe. */
+	if (S_ISREG(st.st_mode))
+		sniff_input(fd, path, name, &st);
+	close(fd);
+	return -1;
+}
+
 /* Refuses an output that is one of the inputs read so far. */
 static void check_output_id(const struct stat *st)
 {
@@ -375,39 +477,163 @@ static void check_output_id(const struct stat *st)
 			same_file(inputs[i].name);
 }
 
-/*
- * Starts a temporary beside the file it will replace: ".NAME.XXXXXX" in
- * the same directory, so that the rename is atomic.  Returns its fd, or
- * -1 when the directory takes no new file.
- */
-static int open_temporary(const char *path, const struct stat *old)
+/* The umask, which only changing it tells. */
+static mode_t current_umask(void)
 {
-	char *target = old ? realpath(path, NULL) : NULL;
-	if (!target)
-		target = sp_xstrdup(path);
-	const char *slash = strrchr(target, '/');
-	int dirlen = slash ? (int)(slash - target + 1) : 0;
-	size_t n = strlen(target) + 16;
+	mode_t mask = umask(0);
+	umask(mask);
+	return mask;
+}
+
+/* A named temporary ".NAME.XXXXXX" beside t->path; its fd, or -1. */
+static int named_temporary(struct tmpout *t)
+{
+	const char *slash = strrchr(t->path, '/');
+	int dirlen = slash ? (int)(slash - t->path + 1) : 0;
+	size_t n = strlen(t->path) + 16;
 	char *tmp = sp_xmalloc(n);
-	snprintf(tmp, n, "%.*s.%s.XXXXXX", dirlen, target, target + dirlen);
+	snprintf(tmp, n, "%.*s.%s.XXXXXX", dirlen, t->path, t->path + dirlen);
 	int fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		free(tmp);
-		free(target);
 		return -1;
 	}
-	mode_t mask = umask(0);
-	umask(mask);
+	/* mkostemp() makes it 0600: make it what open(O_CREAT, 0666) would. */
+	fchmod(fd, 0666 & ~current_umask());
+	t->tmp = tmp;
+	return fd;
+}
+
+/*
+ * Starts a temporary in the directory of the file it will replace, so
+ * that putting it in place is atomic.  It is unnamed (O_TMPFILE): a tool
+ * killed outright, even by SIGKILL, leaves nothing behind, and the file
+ * gets its name only when complete (tmpout_commit()).  Where the file
+ * system refuses O_TMPFILE (EOPNOTSUPP; EISDIR from kernels before 3.11,
+ * which take the flag for O_DIRECTORY) or /proc, through which it is
+ * linked, is not mounted, a named ".NAME.XXXXXX" stands in, removed at
+ * exit and on SIGINT, SIGTERM and SIGHUP, though not after SIGKILL.
+ * Returns its fd, or -1 when the directory takes no new file.
+ */
+static int tmpout_open(struct tmpout *t, const char *path, const struct stat *old)
+{
+	t->path = old ? realpath(path, NULL) : NULL;
+	if (!t->path)
+		t->path = sp_xstrdup(path);
+	const char *slash = strrchr(t->path, '/');
+	char *dir = slash ? strndup(t->path, (size_t)(slash - t->path) + (slash == t->path)) : NULL;
+	bool proc = access("/proc/self/fd", X_OK) == 0;
+	/* The kernel applies the umask, as to open(O_CREAT, 0666). */
+	int fd = proc ? open(dir ? dir : ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666) : -1;
+	if (fd < 0 && (!proc || errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL))
+		fd = named_temporary(t);
+	free(dir);
+	if (fd < 0) {
+		free(t->path);
+		t->path = NULL;
+		return -1;
+	}
 	if (old) {
 		/* Owner and mode as before; a user who is not root keeps the file as theirs. */
 		fchmod(fd, old->st_mode & 07777);
 		(void)!fchown(fd, old->st_uid, old->st_gid);
-	} else {
-		fchmod(fd, 0644 & ~mask);
 	}
-	output.path = target;
-	output.tmp = tmp;
+	t->fd = fd;
+	t->pending = true;
 	return fd;
+}
+
+/* Keeps the file at path as path.old, for a recording replaced. */
+static void keep_old(const char *path)
+{
+	if (access(path, F_OK) != 0)
+		return;
+	size_t n = strlen(path) + 5;
+	char *old = sp_xmalloc(n);
+	snprintf(old, n, "%s.old", path);
+	unlink(old);
+	/* A link keeps NAME in place until the rename replaces it. */
+	if (link(path, old) < 0 && rename(path, old) < 0)
+		sp_warn("cannot keep '%s' as '%s': %s", path, old, strerror(errno));
+	free(old);
+}
+
+/*
+ * Gives an unnamed temporary its name: linked straight to it when no
+ * file is there, else linked under a temporary name renamed over the
+ * file, since a link never replaces one.  Returns 0, or -1 with errno.
+ */
+static int link_unnamed(struct tmpout *t)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", t->fd);
+	if (linkat(AT_FDCWD, proc, AT_FDCWD, t->path, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -1;
+	const char *slash = strrchr(t->path, '/');
+	int dirlen = slash ? (int)(slash - t->path + 1) : 0;
+	size_t n = strlen(t->path) + 16;
+	char *tmp = sp_xmalloc(n);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)ts.tv_nsec;
+	int rc = -1;
+	for (unsigned i = 0; i < 100 && rc < 0; i++) {
+		snprintf(tmp, n, "%.*s.%s.%06x", dirlen, t->path, t->path + dirlen,
+			 (seed + i * 7919u) & 0xffffff);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, tmp, AT_SYMLINK_FOLLOW) < 0) {
+			if (errno != EEXIST)
+				break;
+			continue;
+		}
+		rc = rename(tmp, t->path);
+		int e = errno;
+		if (rc < 0)
+			unlink(tmp);
+		errno = e;
+		break;
+	}
+	int e = errno;
+	free(tmp);
+	errno = e;
+	return rc;
+}
+
+/* Puts the temporary in place.  Returns 0, or -1 with errno. */
+static int tmpout_commit(struct tmpout *t)
+{
+	if (!t->pending)
+		return 0;
+	if (t->keep_old)
+		keep_old(t->path);
+	if (t->tmp ? rename(t->tmp, t->path) < 0 : link_unnamed(t) < 0)
+		return -1;
+	free(t->tmp);
+	t->tmp = NULL;
+	t->pending = false;
+	return 0;
+}
+
+/* Gives the temporary up: a named one is removed. */
+static void tmpout_drop(struct tmpout *t)
+{
+	if (t->pending && t->tmp)
+		unlink(t->tmp);
+	free(t->tmp);
+	t->tmp = NULL;
+	t->pending = false;
+}
+
+/* A temporary with a name is removed when SIGINT, SIGTERM or SIGHUP ends the tool. */
+static void remove_on_signals(void)
+{
+	struct sigaction sa = { 0 }, old;
+	sa.sa_handler = on_interrupt;
+	int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL)
+			sigaction(sigs[i], &sa, NULL);
 }
 
 static int open_output(const char *path, bool binary)
@@ -419,25 +645,22 @@ static int open_output(const char *path, bool binary)
 			check_output_id(&st);
 	} else {
 		output.name = path;
+		output.where = resolve_path(path);
+		for (size_t i = 0; i < nfutures; i++)
+			if (strcmp(futures[i].where, output.where) == 0)
+				same_file(futures[i].name);
 		bool exists = stat(path, &st) == 0;
 		if (exists)
 			check_output_id(&st);
 		fd = -1;
 		if (!exists || S_ISREG(st.st_mode)) {
-			fd = open_temporary(path, exists ? &st : NULL);
-			if (fd >= 0 && !output.keep_old) {
-				struct sigaction sa = { 0 }, old;
-				sa.sa_handler = on_interrupt;
-				int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-				for (size_t i = 0; i < sizeof(sigs) / sizeof(*sigs); i++)
-					if (sigaction(sigs[i], NULL, &old) == 0 &&
-					    old.sa_handler == SIG_DFL)
-						sigaction(sigs[i], &sa, NULL);
-			}
+			fd = tmpout_open(&output.t, path, exists ? &st : NULL);
+			if (fd >= 0 && output.t.tmp && !output.t.keep_old)
+				remove_on_signals();
 		}
 		/* A device, a FIFO, or a directory that takes no new file: in place. */
 		if (fd < 0)
-			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+			fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 		if (fd < 0)
 			sp_die(SP_EXIT_FATAL, "cannot create '%s': %s", path,
 			       strerror(errno));
@@ -456,7 +679,7 @@ int sp_open_output(const char *path, bool binary)
 
 int sp_open_recording(const char *path)
 {
-	output.keep_old = true;
+	output.t.keep_old = true;
 	return open_output(path, true);
 }
 
@@ -465,33 +688,18 @@ const char *sp_output_name(void)
 	return output.name;
 }
 
-/* Puts the temporary in place, the replaced file kept as NAME.old if asked. */
-static int rename_into_place(void)
+/* Puts the output in place, saying why not. */
+static int output_commit(void)
 {
-	if (!output.tmp)
+	if (tmpout_commit(&output.t) == 0)
 		return 0;
-	if (output.keep_old && access(output.path, F_OK) == 0) {
-		size_t n = strlen(output.path) + 5;
-		char *old = sp_xmalloc(n);
-		snprintf(old, n, "%s.old", output.path);
-		unlink(old);
-		/* A link keeps NAME in place until the rename replaces it. */
-		if (link(output.path, old) < 0 && rename(output.path, old) < 0)
-			sp_warn("cannot keep '%s' as '%s': %s", output.path, old, strerror(errno));
-		free(old);
-	}
-	if (rename(output.tmp, output.path) < 0) {
-		sp_warn("cannot rename '%s' to '%s': %s", output.tmp, output.path, strerror(errno));
-		return -1;
-	}
-	free(output.tmp);
-	output.tmp = NULL;
-	return 0;
+	sp_warn("cannot put the new '%s' in place: %s", output.name, strerror(errno));
+	return -1;
 }
 
 int sp_output_commit(void)
 {
-	return rename_into_place();
+	return output_commit();
 }
 
 FILE *sp_output_file(int fd)
@@ -522,6 +730,67 @@ int sp_output_close(FILE *f, int status)
 	return sp_write_failed(err);
 }
 
+FILE *sp_extra_open(const char *path, bool keep_old)
+{
+	struct stat st;
+	bool exists = stat(path, &st) == 0;
+	if (exists && S_ISREG(st.st_mode))
+		for (size_t i = 0; i < ninputs; i++)
+			if (inputs[i].dev == st.st_dev && inputs[i].ino == st.st_ino)
+				sp_die(SP_EXIT_USAGE, "the output '%s' is the same file as the input "
+				       "'%s': write to another file", path, inputs[i].name);
+	struct extra *e = sp_xcalloc(1, sizeof(*e));
+	e->t.fd = -1;
+	e->t.keep_old = keep_old;
+	int fd = -1;
+	if (!exists || S_ISREG(st.st_mode))
+		fd = tmpout_open(&e->t, path, exists ? &st : NULL);
+	if (fd >= 0 && e->t.tmp)
+		remove_on_signals();
+	if (fd < 0)
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0) {
+		int err = errno;
+		free(e);
+		errno = err;
+		return NULL;
+	}
+	e->t.fd = fd;
+	e->k = (struct out_cookie){ fd, 0 };
+	e->f = cookie_file(&e->k);
+	if (!e->f)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	e->next = extras;
+	extras = e;
+	return e->f;
+}
+
+int sp_extra_close(FILE *f, bool complete)
+{
+	struct extra **p = &extras;
+	while (*p && (*p)->f != f)
+		p = &(*p)->next;
+	struct extra *e = *p;
+	if (!e)
+		return fclose(f);
+	errno = 0;
+	int bad = fflush(f) != 0 || ferror(f);
+	int err = e->k.err ? e->k.err : errno ? errno : EIO;
+	fclose(f);
+	int rc = 0;
+	if (bad && complete)
+		rc = -1;
+	else if (complete && tmpout_commit(&e->t) < 0)
+		rc = -1, err = errno;
+	tmpout_drop(&e->t);
+	close(e->t.fd);
+	*p = e->next;
+	free(e->t.path);
+	free(e);
+	errno = err;
+	return rc;
+}
+
 /*
  * Whether the output replaces the file of its name at exit: a result
  * whole or partial (0 or 1), and the records written before a fatal
@@ -538,8 +807,9 @@ static bool worth_keeping(int status)
 }
 
 /*
- * At exit: standard output's stdio buffer is written and checked, and
- * the output file is renamed into place or removed (worth_keeping()).
+ * At exit: standard output's stdio buffer is written and checked, the
+ * output file is put in place or dropped (worth_keeping()), and the
+ * other files a tool left open, being incomplete, are dropped.
  */
 static void finish_outputs(int status, void *unused)
 {
@@ -556,20 +826,45 @@ static void finish_outputs(int status, void *unused)
 			st = SP_EXIT_FATAL;
 		}
 	}
-	if (output.tmp) {
-		if (worth_keeping(st) && rename_into_place() < 0)
-			st = SP_EXIT_FATAL;
-		if (output.tmp)
-			unlink(output.tmp);
-	}
+	if (output.t.pending && worth_keeping(st) && output_commit() < 0)
+		st = SP_EXIT_FATAL;
+	tmpout_drop(&output.t);
+	for (struct extra *e = extras; e; e = e->next)
+		tmpout_drop(&e->t);
 	if (st != status)
 		_exit(st);
+}
+
+void sp_die_unread(struct sp_reader *r, const char *name)
+{
+	unsigned char head[16];
+	char buf[PATH_MAX + 8];
+	const char *path = strcmp(name, "-") == 0 ? NULL : name;
+	const char *shown = input_name(path, buf, sizeof(buf));
+	size_t n = sp_reader_head(r, head, sizeof(head));
+	enum sp_sniff kind = sp_sniff(head, n);
+	refuse_kind(kind, path, shown);
+	if (kind == SP_SNIFF_EMPTY)
+		sp_die(SP_EXIT_FATAL, "cannot read %s: %s", shown, sp_reader_error(r));
+	if (kind == SP_SNIFF_STREAM)
+		sp_die(SP_EXIT_FATAL, "%s begins as a stackpulse stream does, but not one record "
+		       "of it can be read: %s", shown, sp_reader_error(r));
+	char hex[8 * 3 + 1] = "";
+	size_t len = 0;
+	for (size_t i = 0; i < n && i < 8; i++)
+		len += (size_t)snprintf(hex + len, sizeof(hex) - len, "%s%02x", i ? " " : "",
+					head[i]);
+	sp_die(SP_EXIT_FATAL, "%s is not a stackpulse stream: it begins with bytes of no kind "
+	       "known here (%s%s), where a stream begins with its header record", shown, hex,
+	       n > 8 ? " ..." : "");
 }
 
 int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
 			const char *done)
 {
 	if (read_status == SP_READ_ERROR) {
+		if (sp_reader_records(r) == 0)
+			sp_die_unread(r, name);
 		sp_warn("'%s': %s", name, sp_reader_error(r));
 		return SP_EXIT_PARTIAL;
 	}

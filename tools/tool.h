@@ -94,12 +94,29 @@ int sp_open_input(const char *path);
 int sp_open_text_input(const char *path);
 
 /*
+ * Checks a path a tool follows (sp_reader_follow(), which opens it
+ * itself) as sp_open_input() checks an input, when it names a file
+ * already: dies the same way for a directory, a terminal, or a file
+ * that plainly holds no stream, and with SP_EXIT_USAGE when it is the
+ * output file.  A path that names nothing yet may not be where the
+ * output goes either (SP_EXIT_USAGE, whichever of the two is opened
+ * first): the output, put there at exit, would replace the recording
+ * that appeared meanwhile.  Returns -1, the fd a tool then has.
+ */
+int sp_follow_input(const char *path);
+
+/*
  * Opens FILE for writing ("-" or NULL is stdout).  A regular file (new
- * or existing) is written as a temporary ".FILE.XXXXXX" in its
- * directory, renamed over FILE when the tool exits with 0 or 1, or with
+ * or existing) is written as an unnamed temporary (O_TMPFILE) in its
+ * directory, linked in as FILE when the tool exits with 0 or 1, or with
  * 2 after writing something (the records before a fault in the input);
- * removed when nothing or a failed write went into it, or the tool is
- * interrupted, so that an old FILE survives every such failure.  Refuses (SP_EXIT_USAGE) an output that is the same file as
+ * dropped when nothing or a failed write went into it, or the tool is
+ * interrupted or killed, so that an old FILE survives every such
+ * failure and no temporary is left behind.  (Where the file system has
+ * no O_TMPFILE, the temporary is ".FILE.XXXXXX", removed at exit and on
+ * SIGINT, SIGTERM and SIGHUP.)  A new FILE gets the mode open(O_CREAT,
+ * 0666) gives under the umask; a replaced one keeps its mode and
+ * owner.  Refuses (SP_EXIT_USAGE) an output that is the same file as
  * an input opened before or after it.  When binary is true and the
  * output is a terminal, dies with a hint to redirect.  Dies when the
  * file cannot be created.
@@ -123,6 +140,26 @@ int sp_output_commit(void);
 const char *sp_output_name(void);
 
 /*
+ * Another file a tool writes beside its output (sp-capture
+ * --kallsyms-out, sp-fold --per-thread's files), written the same way:
+ * to a temporary in its directory, put in place by sp_extra_close()
+ * when complete (the file it replaces kept as FILE.old when keep_old),
+ * dropped otherwise, also when the tool dies or is killed first.  Dies
+ * (SP_EXIT_USAGE) when FILE is an input.  Returns a FILE that keeps its
+ * first write error, or NULL with errno set when FILE cannot be created.
+ */
+FILE *sp_extra_open(const char *path, bool keep_old);
+
+/*
+ * Flushes and closes f, from sp_extra_open().  When complete is true
+ * and every write succeeded, puts the file in place; otherwise drops
+ * it, the file it would replace left as it was.  Returns 0, or -1 with
+ * errno set after a failed write (a complete file only) or a failure to
+ * put it in place; the caller says which file.
+ */
+int sp_extra_close(FILE *f, bool complete);
+
+/*
  * A FILE on the output fd that keeps the first write error for
  * sp_output_close(), which flushes and closes it: on a write error
  * (except EPIPE, a reader that stopped early) it says "cannot write
@@ -140,10 +177,18 @@ struct sp_reader;
  * Reports how a tool's input ended: a read error (with its byte offset
  * and record), or a stream without its summary (cut short; done says
  * what happened to the records before the cut, e.g. "unwound").
- * Returns SP_EXIT_PARTIAL for either, else SP_EXIT_OK.
+ * Returns SP_EXIT_PARTIAL for either, else SP_EXIT_OK.  A read error
+ * before the first record is no partial result: sp_die_unread().
  */
 int sp_report_input_end(struct sp_reader *r, int read_status, const char *name,
 			const char *done);
+
+/*
+ * After a read error before the first record of the input named name
+ * ("-": standard input), nothing was read: dies (SP_EXIT_FATAL) saying
+ * what the input looks like, from its first bytes.
+ */
+_Noreturn void sp_die_unread(struct sp_reader *r, const char *name);
 
 /*
  * Set by sp_on_signal(), the handler a tool installs for SIGINT and

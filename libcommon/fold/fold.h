@@ -31,6 +31,14 @@ struct sp_fold_options {
 	size_t ncomms;
 	double from, to;		/* seconds from the recording's start */
 	const char *per_thread_dir;	/* NULL: none */
+	/*
+	 * How the per-thread files are opened and finished, so that a tool
+	 * writes them as it writes its output; NULL: fopen() and fclose().
+	 * close_file is told whether the file is complete, and returns 0,
+	 * or -1 with errno set.
+	 */
+	FILE *(*open_file)(const char *path);
+	int (*close_file)(FILE *f, bool complete);
 };
 
 /* Frame kinds of a display frame. */

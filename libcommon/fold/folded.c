@@ -170,11 +170,12 @@ static int write_per_thread(struct sp_fold *f)
 				*p = '_';
 		snprintf(path, sizeof(path), "%s/%s-%u-%u.folded", f->o.per_thread_dir, comm,
 			 th->pid, th->tid);
-		FILE *tf = fopen(path, "we");
+		FILE *tf = f->o.open_file ? f->o.open_file(path) : fopen(path, "we");
 		if (!tf)
 			return sp_error_errno(&f->err, "cannot create '%s'", path);
 		int rc = write_folded(f, tf, &t);
-		if (fclose(tf) != 0 && rc == 0)
+		int closed = f->o.close_file ? f->o.close_file(tf, rc == 0) : fclose(tf);
+		if (closed != 0 && rc == 0)
 			return sp_error_errno(&f->err, "cannot write '%s'", path);
 		if (rc < 0)
 			return rc;

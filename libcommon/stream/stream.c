@@ -155,6 +155,16 @@ uint64_t sp_reader_records(const struct sp_reader *r)
 	return r->records;
 }
 
+size_t sp_reader_head(const struct sp_reader *r, unsigned char *buf, size_t n)
+{
+	if (r->buf_offset != 0)
+		return 0;
+	if (n > r->end)
+		n = r->end;
+	memcpy(buf, r->buf, n);
+	return n;
+}
+
 const struct sp_header *sp_reader_header(const struct sp_reader *r)
 {
 	return r->have_header ? &r->hdr : NULL;

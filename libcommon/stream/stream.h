@@ -119,6 +119,14 @@ uint64_t sp_reader_offset(const struct sp_reader *r);
 uint64_t sp_reader_records(const struct sp_reader *r);
 
 /*
+ * Copies up to n of the input's first bytes into buf, while the reader
+ * still holds them (always before its first record is handed out, so a
+ * tool can say what an input it could not read looks like).  Returns
+ * how many, 0 once they are gone.
+ */
+size_t sp_reader_head(const struct sp_reader *r, unsigned char *buf, size_t n);
+
+/*
  * The header of the current segment (NULL before the first one) and its
  * stage.  The header stays valid until the next header is read.
  */
