@@ -806,14 +806,20 @@ static void take_given_pids(struct stats *st, const char *s, size_t n)
 static void take_targets(struct stats *st, const msgpack_object *m, const msgpack_object *o)
 {
 	const msgpack_object_array *tools = sp_map_array(m, "tools"), *args, *a;
+	const size_t max = sizeof(st->opt_pids) / sizeof(st->opt_pids[0]);
+	const char *name;
+	size_t nn;
 	st->ngiven = st->nopt = 0;
 	if (o && (a = sp_map_array(o, "pids")))
-		for (uint32_t i = 0; i < a->size && st->nopt < sizeof(st->opt_pids) / sizeof(st->opt_pids[0]); i++)
+		for (uint32_t i = 0; i < a->size && st->nopt < max; i++)
 			if (a->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER)
 				st->opt_pids[st->nopt++] = a->ptr[i].via.u64;
 	if (o)
 		take_map_flags(st, sp_map_array(o, "command"));
-	if (!tools || !tools->size || !(args = sp_map_array(&tools->ptr[0], "args")))
+	/* Another recorder's -p (sp-import's, say) means something else. */
+	if (!tools || !tools->size || !sp_map_str(&tools->ptr[0], "name", &name, &nn) ||
+	    nn != 10 || memcmp(name, "sp-capture", 10) != 0 ||
+	    !(args = sp_map_array(&tools->ptr[0], "args")))
 		return;
 	for (uint32_t i = 0; i < args->size; i++) {
 		const msgpack_object *x = &args->ptr[i];
