@@ -115,8 +115,9 @@ spin_functions() {
 	while read -r k n; do v[$k]=$n; done <<< "$output"
 	[ "${v[stacks]}" -ge 100 ]
 	[ "${v[stacks]}" -eq "$(summary "$out" samples)" ]
-	# It read as the file grew, not once at the end.
-	[ "${v[polls_with_stacks]}" -ge 5 ]
+	# It read as the file grew, not once at the end (sp-capture writes
+	# what it drained every poll interval).
+	[ "${v[polls_with_stacks]}" -ge 3 ]
 }
 
 @test "bad use and bad input fail with their codes and messages, never crash" {
