@@ -14,7 +14,7 @@
  * of kind elf, REL is what `addr2line -e MODULE` looks up (minus one for
  * a return address).  The first line says what the stream is
  *
- *   stage STAGE arch ARCH frequency HZ
+ *   stage STAGE arch ARCH frequency HZ [start_timestamp_us N] [sample_interval_us N]
  *
  * and the last counts the stacks, and the samples the summary counted:
  *
@@ -65,9 +65,15 @@ int main(int argc, char **argv)
 	struct sp_summary sum;
 	unsigned long long stacks = 0, complete = 0;
 	int rc;
-	if (sp_snapshot_metadata(s, &m) == 0)
-		printf("stage %s arch %s frequency %llu\n", m.stage, m.arch,
+	if (sp_snapshot_metadata(s, &m) == 0) {
+		printf("stage %s arch %s frequency %llu", m.stage, m.arch,
 		       (unsigned long long)m.frequency);
+		if (m.has_start_timestamp)
+			printf(" start_timestamp_us %llu", (unsigned long long)m.start_timestamp_us);
+		if (m.has_sample_interval)
+			printf(" sample_interval_us %llu", (unsigned long long)m.sample_interval_us);
+		printf("\n");
+	}
 	while ((rc = sp_snapshot_next(s, &b)) > 0) {
 		for (size_t i = 0; i < sp_batch_count(b); i++) {
 			const struct sp_stack *st = sp_batch_stack(b, i);

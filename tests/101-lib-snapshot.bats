@@ -88,6 +88,13 @@ spin_functions() {
 	[ "$output" -ge 2 ]
 }
 
+@test "own-symbolizer: the metadata a recorder put in the header" {
+	"$EX/profile-command" -F 499 -t 1700000000000000 -i 2004 "$BATS_TEST_TMPDIR/m.sps" \
+		"$WORKLOADS/spin" 1 > /dev/null
+	run -0 "$EX/own-symbolizer" "$BATS_TEST_TMPDIR/m.sps"
+	[ "${lines[0]}" = "stage raw arch x86_64 frequency 499 start_timestamp_us 1700000000000000 sample_interval_us 2004" ]
+}
+
 @test "tail-while-recording: the tail reads stacks while the command runs, and all of them" {
 	run -0 "$EX/tail-while-recording" -F 999 "$BATS_TEST_TMPDIR/t.sps" "$WORKLOADS/spin" -t 2 3
 	echo "$output"

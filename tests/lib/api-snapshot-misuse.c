@@ -175,6 +175,16 @@ static void good_stream(const char *good)
 		printf("FAIL sp_snapshot_next after the end is not 0\n");
 		failures++;
 	}
+	/* The recorder marks each process it sees: spin is no CPython. */
+	const struct sp_runtime *rt;
+	size_t nrt = sp_snapshot_runtimes(s, &rt);
+	if (nrt == 0 || rt[0].cpython || rt[0].pid == 0) {
+		printf("FAIL sp_snapshot_runtimes: %zu markers\n", nrt);
+		failures++;
+	} else {
+		printf("ok sp_snapshot_runtimes: %zu markers, pid %u not CPython\n", nrt,
+		       (unsigned)rt[0].pid);
+	}
 	sp_snapshot_close(s);
 }
 
