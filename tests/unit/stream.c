@@ -236,3 +236,28 @@ SP_TEST(summary_writer_lists_every_error_kind)
 		sp_buf_release(&out);
 	}
 }
+
+SP_TEST(reader_head_is_the_input_a_reader_could_not_read)
+{
+	/* Nothing readable: the tool names the input from these bytes. */
+	static const unsigned char bytes[] = "\x12PERFILE-ish bytes, not a record";
+	FILE *f = tmpfile();
+	SP_CHECK(fwrite(bytes, 1, sizeof(bytes), f) == sizeof(bytes));
+	rewind(f);
+	struct sp_reader *r = sp_reader_new(fileno(f), "unit");
+	struct sp_record rec;
+	unsigned char head[16];
+	SP_CHECK(sp_reader_next(r, &rec) == SP_READ_ERROR);
+	SP_CHECK(sp_reader_records(r) == 0);
+	SP_CHECK(sp_reader_head(r, head, sizeof(head)) == sizeof(head));
+	SP_CHECK_MEM(head, bytes, sizeof(head));
+	sp_reader_free(r);
+	fclose(f);
+	/* An empty input has no first bytes. */
+	f = tmpfile();
+	r = sp_reader_new(fileno(f), "unit");
+	SP_CHECK(sp_reader_next(r, &rec) == SP_READ_END);
+	SP_CHECK(sp_reader_head(r, head, sizeof(head)) == 0);
+	sp_reader_free(r);
+	fclose(f);
+}
