@@ -108,6 +108,7 @@ struct sp_source {
 	size_t *stackdef;	/* per stack of the batch: its def, or NO_DEF */
 	size_t allocstackdef;
 	size_t nfed;
+	uint64_t stage_bytes;	/* what the stage had written when the batch began */
 };
 
 static int nomem(struct sp_source *s)
@@ -725,6 +726,16 @@ static void batch_reset(struct sp_source *s)
 	sp_buf_reset(&s->bytes);
 	s->batch = (struct sp_batch){ .profile = s->profile, .segment = s->segment };
 	s->nfed = 0;
+	s->stage_bytes = s->sw ? sp_writer_bytes(s->sw) : 0;
+}
+
+/* The batch's bytes so far, the stage's output included. */
+static size_t batch_bytes(const struct sp_source *s)
+{
+	size_t n = s->bytes.len;
+	if (s->sw)
+		n += (size_t)(sp_writer_bytes(s->sw) - s->stage_bytes);
+	return n;
 }
 
 /* Reads records into the batch until it is full, a segment ends, or the input does. */
@@ -748,7 +759,7 @@ static int fill_batch(struct sp_source *s)
 			s->batch.has_more = true;
 			return 0;
 		}
-		if (samples >= BATCH_STACKS || s->bytes.len >= BATCH_BYTES) {
+		if (samples >= BATCH_STACKS || batch_bytes(s) >= BATCH_BYTES) {
 			s->batch.has_more = true;
 			return 0;
 		}
