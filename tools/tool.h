@@ -37,8 +37,9 @@ extern const char *sp_progname;
  * closed output shows up as EPIPE from write().  Arranges that at exit
  * standard output is flushed and checked (a write error other than
  * EPIPE is "cannot write 'standard output': ..." and exit status 2) and
- * that the output file is renamed into place or removed (see
- * sp_open_output()).
+ * that the output file is put in place or dropped (see
+ * sp_open_output()), and any other file still open dropped
+ * (sp_extra_open()).
  */
 void sp_tool_init(const char *argv0);
 
@@ -124,14 +125,14 @@ int sp_follow_input(const char *path);
 int sp_open_output(const char *path, bool binary);
 
 /*
- * sp_open_output() for sp-capture's recording: binary, and renamed by
- * sp_output_commit() as soon as its first records are written, the file
- * it replaces kept as FILE.old.
+ * sp_open_output() for sp-capture's recording: binary, and put in place
+ * by sp_output_commit() as soon as its first records are written, the
+ * file it replaces kept as FILE.old.
  */
 int sp_open_recording(const char *path);
 
 /*
- * Renames the output's temporary into place now (nothing when there is
+ * Puts the output's temporary in place now (nothing when there is
  * none).  Returns 0, or -1 after a message.
  */
 int sp_output_commit(void);
