@@ -1138,9 +1138,17 @@ static const char *archive_of(const struct stats *st)
 	return st->archived || st->archive_dir[0] ? st->archive_dir : NULL;
 }
 
-/* The fix for stacks that ended for reason e; the string lives until the next call. */
+/*
+ * The fix for stacks that ended for reason e; the string lives until the
+ * next call.  Files not found, or others, mostly of processes in a
+ * container are the container's to give (sp-unwind says the same).
+ */
 static const char *end_remedy(const struct stats *st, int e)
 {
+	if ((e == SP_END_MISSING_MODULE || e == SP_END_BUILD_ID_MISMATCH) &&
+	    st->container_stops * 2 > st->uw_ends[SP_END_MISSING_MODULE] +
+				      st->uw_ends[SP_END_BUILD_ID_MISMATCH])
+		return sp_container_remedy(archive_of(st));
 	return sp_end_remedy((enum sp_unwind_end)e, archive_of(st),
 			     e == SP_END_MAX_DEPTH && st->uw_max_depth_full);
 }

@@ -66,7 +66,7 @@ static enum sp_unwind_end worst_end(const uint64_t *ends)
  * cut short is one warning.  Both name the cause and the fix.  A stack
  * cut at --max-depth is what the user asked for: it counts as complete.
  */
-static int check_stacks(const struct sp_unwind_stage *stage, bool allow_empty)
+static int check_stacks(const struct sp_unwind_stage *stage, bool allow_empty, bool containers)
 {
 	uint64_t n;
 	const uint64_t *ends = sp_unwind_stage_ends(stage, &n);
@@ -76,8 +76,11 @@ static int check_stacks(const struct sp_unwind_stage *stage, bool allow_empty)
 	/* sp-stat's words (stream/advice.h): the warning and the diagnosis read alike. */
 	enum sp_unwind_end worst = worst_end(ends);
 	struct sp_finding f;
+	/* A container's files are in its own root: no rebuild or --module-dir of the host's helps. */
+	bool elsewhere = containers && (worst == SP_END_MISSING_MODULE ||
+					worst == SP_END_BUILD_ID_MISMATCH);
 	sp_finding_incomplete(&f, n - cut, n, sp_unwind_end_description(worst),
-			      sp_end_remedy(worst, NULL, false));
+			      elsewhere ? sp_container_remedy(NULL) : sp_end_remedy(worst, NULL, false));
 	if (cut == n)
 		sp_warn("no stack is complete: %s; %s%s", f.what, f.fix,
 			allow_empty ? "" : " (or give --allow-empty)");
@@ -232,8 +235,14 @@ int main(int argc, char **argv)
 	int status = SP_EXIT_OK;
 	struct sp_record rec;
 	enum sp_read_status rs;
+	bool containers = false;	/* the segment has a process in another mount namespace */
 	while ((rs = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
 		const struct sp_header *h = sp_reader_header(r);
+		uint64_t ns;
+		if (rec.type == SP_R_HEADER)
+			containers = false;
+		else if (rec.type == SP_R_PROCESS && sp_map_u64(rec.map, "mntns", &ns))
+			containers = true;
 		if (rec.type == SP_R_HEADER && h->stage != SP_STAGE_RAW) {
 			sp_warn("'%s': byte offset %llu, record %llu: the stream is already %s; "
 				"sp-unwind reads raw streams from sp-capture",
@@ -252,7 +261,8 @@ int main(int argc, char **argv)
 		}
 		if (rec.type == SP_R_SUMMARY) {
 			warn_denied(stage);
-			if (check_stacks(stage, allow_empty) != SP_EXIT_OK && status == SP_EXIT_OK)
+			if (check_stacks(stage, allow_empty, containers) != SP_EXIT_OK &&
+			    status == SP_EXIT_OK)
 				status = SP_EXIT_PARTIAL;
 		}
 		if (sp_writer_failed(w))
