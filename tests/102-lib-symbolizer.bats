@@ -199,6 +199,29 @@ leaves() {
 	[ "$mismatches" -eq 0 ]
 }
 
+@test "a tail taken from the recorder: a binary deleted while sampled is named from the kept image" {
+	mkdir "$BATS_TEST_TMPDIR/bin"
+	cp "$WORKLOADS/spin" "$BATS_TEST_TMPDIR/bin/spin"
+	S=$BATS_TEST_TMPDIR/rec.raw
+	"$SP_BUILD/tests/api-symbolizer-images" "$S" stage_c "$BATS_TEST_TMPDIR/bin/spin" 3 > "$BATS_TEST_TMPDIR/out" &
+	rec=$!
+	for _ in $(seq 100); do
+		pgrep -f "$BATS_TEST_TMPDIR/bin/spin" > /dev/null && break
+		sleep 0.05
+	done
+	sleep 1
+	rm "$BATS_TEST_TMPDIR/bin/spin"
+	wait "$rec"
+	cat "$BATS_TEST_TMPDIR/out"
+	read -r _ stacks named < <(grep '^recorder-tail ' "$BATS_TEST_TMPDIR/out")
+	[ "$stacks" -gt 50 ]
+	[ "$named" -ge $((stacks * 8 / 10)) ]
+	# The path alone, the file gone: no frame of spin has a name.
+	read -r _ stacks2 named2 < <(grep '^path-tail ' "$BATS_TEST_TMPDIR/out")
+	[ "$stacks2" -eq "$stacks" ]
+	[ "$named2" -eq 0 ]
+}
+
 @test "bad use: NULL handles, unknown options, a missing kallsyms, stacks and batches of another snapshot" {
 	run -0 "$SP_BUILD/tests/api-symbolizer-misuse" "$D/deep.raw"
 	echo "$output"
