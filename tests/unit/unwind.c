@@ -560,13 +560,13 @@ out:
  * popped registers were saved (as GCC's often does): the slots lie below
  * the stack pointer, outside the copy, and the registers already hold
  * what they held.  epilogue_probe() takes its snapshot there, after its
- * pops, copying epilogue_len bytes of stack itself (a call would write
- * over the stack it copies); its caller finds its CFA through rbp alone,
+ * pops, copying the stack up to epilogue_top itself, at most 64 KiB (a
+ * call would write over the stack it copies); its caller finds its CFA through rbp alone,
  * having aligned its stack pointer, so losing rbp would end the walk.
  */
 uint64_t epilogue_regs[17];
 unsigned char epilogue_stack[65536];
-uint64_t epilogue_len;
+uint64_t epilogue_top, epilogue_len;
 void epilogue_caller(void);
 
 __asm__(
@@ -595,9 +595,14 @@ __asm__(
 	"	mov %r13, epilogue_regs+112(%rip)\n"
 	"	mov %r14, epilogue_regs+120(%rip)\n"
 	"	mov %r15, epilogue_regs+128(%rip)\n"
+	"	mov epilogue_top(%rip), %rcx\n"
+	"	sub %rsp, %rcx\n"
+	"	cmp $65536, %rcx\n"
+	"	jbe 1f\n"
+	"	mov $65536, %rcx\n"
+	"1:	mov %rcx, epilogue_len(%rip)\n"
 	"	mov %rsp, %rsi\n"
 	"	lea epilogue_stack(%rip), %rdi\n"
-	"	mov epilogue_len(%rip), %rcx\n"
 	"	rep movsb\n"
 	"	ret\n"
 	".cfi_endproc\n"
@@ -631,10 +636,7 @@ SP_TEST(unwind_epilogue_between_pops_keeps_the_popped_registers)
 	size_t n = 0;
 	if (!a || !u || !stack_end)
 		goto out;
-	/* The probe's stack pointer lies below this frame: the copy ends before stack_end. */
-	uint64_t here = (uint64_t)(uintptr_t)__builtin_frame_address(0);
-	epilogue_len = stack_end - here < sizeof(epilogue_stack) ? stack_end - here :
-		sizeof(epilogue_stack);
+	epilogue_top = stack_end;
 	epilogue_caller();
 	enum sp_unwind_end e = sp_unwind(u, a, pid, epilogue_regs, 17, epilogue_stack,
 					 epilogue_len, false, f, 256, &n);
