@@ -65,10 +65,16 @@ struct symframe {
 	bool resolved, jit;
 };
 
-/* A stack kept by the internal cache. */
+/*
+ * A stack kept by the internal cache, with the frames it was resolved
+ * from: a stream may define a stack id again (sp-symbolize writes a stack
+ * named anew under its id), and a kept stack holds only for its frames.
+ */
 struct cached {
 	struct sp_symbol *syms;
 	size_t n;
+	struct sp_stack_frame *raw;
+	size_t nraw;
 	bool cacheable;
 	uint32_t pid;			/* of its JIT frames; ANY_PID: several */
 	bool jit;
@@ -95,6 +101,8 @@ struct sp_symbolizer {
 	size_t nsyms, alloc_syms;
 	uint32_t next_id;		/* never reused, across segments */
 	struct sp_u64map stacks;	/* struct cached by stack id (internal cache) */
+	struct cached **retired;	/* replaced since the last update: freed by the next */
+	size_t nretired, alloc_retired;
 	struct sp_symbol *scratch;
 	size_t alloc_scratch;
 	struct sp_u64map jitgen;	/* pid -> uint64_t *: generation last seen */
@@ -356,12 +364,22 @@ static void cached_free(void *p)
 {
 	struct cached *c = p;
 	free(c->syms);
+	free(c->raw);
 	free(c);
+}
+
+/* Frees the stacks whose ids were defined again: the update after their resolve. */
+static void free_retired(struct sp_symbolizer *sym)
+{
+	for (size_t i = 0; i < sym->nretired; i++)
+		cached_free(sym->retired[i]);
+	sym->nretired = 0;
 }
 
 /* Forgets what the segment resolved: its frames, its stacks, its strings. */
 static void reset_segment(struct sp_symbolizer *sym)
 {
+	free_retired(sym);
 	sp_u64map_release(&sym->stacks, cached_free);
 	sp_u64map_release(&sym->jitgen, free);
 	sp_hashmap_release(&sym->pool, pooled_free);
@@ -413,6 +431,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym->syms);
 	free(sym->scratch);
 	free(sym->inv);
+	free(sym->retired);
 	free(sym);
 }
 
@@ -522,6 +541,7 @@ int sp_symbolizer_update(struct sp_symbolizer *sym, const struct sp_batch *b,
 		return sp_error_publish(&sym->err);
 	}
 	sym->ninv = 0;
+	free_retired(sym);
 	for (size_t i = 0; i < b->nrecords; i++) {
 		const struct sp_record *rec = &b->records[i];
 		int rc = 0;
@@ -653,6 +673,47 @@ static ssize_t resolve_frames(struct sp_symbolizer *sym, const struct sp_stack *
 	return (ssize_t)n;
 }
 
+static bool same_frames(const struct cached *c, const struct sp_stack *st)
+{
+	return c->nraw == st->nraw &&
+	       (!c->nraw || memcmp(c->raw, st->raw, c->nraw * sizeof(*c->raw)) == 0);
+}
+
+/*
+ * A kept stack whose id now has other frames: out of the cache, and freed
+ * at the next update, as the frames of a stack are valid until an update.
+ */
+static int retire(struct sp_symbolizer *sym, uint64_t id)
+{
+	if (SP_ALLOC_GROW(sym->retired, sym->nretired + 1, sym->alloc_retired) < 0)
+		return -1;
+	sym->retired[sym->nretired++] = sp_u64map_remove(&sym->stacks, id);
+	return 0;
+}
+
+/* Keeps stack st, resolved into sym->scratch; its copy goes to *frames. */
+static ssize_t keep(struct sp_symbolizer *sym, const struct sp_stack *st, struct cached *got,
+		    const struct sp_symbol **frames)
+{
+	struct cached *c = malloc(sizeof(*c));
+	got->syms = malloc((got->n ? got->n : 1) * sizeof(*got->syms));
+	got->raw = malloc((st->nraw ? st->nraw : 1) * sizeof(*got->raw));
+	got->nraw = st->nraw;
+	if (!c || !got->syms || !got->raw || sp_u64map_put(&sym->stacks, st->id, c) < 0) {
+		free(c);
+		free(got->syms);
+		free(got->raw);
+		return nomem(sym);
+	}
+	if (got->n)
+		memcpy(got->syms, sym->scratch, got->n * sizeof(*got->syms));
+	if (st->nraw)
+		memcpy(got->raw, st->raw, st->nraw * sizeof(*got->raw));
+	*c = *got;
+	*frames = c->syms;
+	return (ssize_t)c->n;
+}
+
 ssize_t sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack *st,
 			      const struct sp_symbol **frames)
 {
@@ -675,29 +736,19 @@ ssize_t sp_symbolizer_resolve(struct sp_symbolizer *sym, const struct sp_stack *
 	}
 	bool internal = sym->o.cache == SP_CACHE_INTERNAL;
 	struct cached *c = internal ? sp_u64map_get(&sym->stacks, st->id) : NULL;
-	if (c) {
+	if (c && same_frames(c, st)) {
 		sym->cacheable = c->cacheable;
 		*frames = c->syms;
 		return (ssize_t)c->n;
 	}
+	if (c && retire(sym, st->id) < 0)
+		return nomem(sym);
 	struct cached got = { .cacheable = true };
 	if (resolve_frames(sym, st, &got) < 0)
 		return nomem(sym);
 	sym->cacheable = got.cacheable;
 	*frames = sym->scratch;
-	if (!internal)
-		return (ssize_t)got.n;
-	c = malloc(sizeof(*c));
-	got.syms = malloc((got.n ? got.n : 1) * sizeof(*got.syms));
-	if (!c || !got.syms || sp_u64map_put(&sym->stacks, st->id, c) < 0) {
-		free(c);
-		free(got.syms);
-		return nomem(sym);
-	}
-	memcpy(got.syms, sym->scratch, got.n * sizeof(*got.syms));
-	*c = got;
-	*frames = c->syms;
-	return (ssize_t)c->n;
+	return internal ? keep(sym, st, &got, frames) : (ssize_t)got.n;
 }
 
 bool sp_symbolizer_is_cacheable(const struct sp_symbolizer *sym)
