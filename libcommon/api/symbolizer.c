@@ -535,7 +535,8 @@ int sp_symbolizer_update(struct sp_symbolizer *sym, const struct sp_batch *b,
 		return sp_error_publish(&sym->err);
 	}
 	bool header = b->nrecords && b->records[0].type == SP_R_HEADER, all = false;
-	if (!header && (!sym->in_segment || b->segment != sym->segment)) {
+	bool empty = !b->nrecords && !b->nstacks;	/* a tail's, before anything was written */
+	if (!header && !empty && (!sym->in_segment || b->segment != sym->segment)) {
 		sp_error_set(&sym->err, SP_ERR_STATE, "a batch of segment %u without its header: "
 			     "every batch must be given, in order", b->segment);
 		return sp_error_publish(&sym->err);

@@ -9,7 +9,9 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <stackpulse.h>
 
@@ -90,6 +92,27 @@ static void bad_kallsyms(const char *file)
 	sp_snapshot_close(s);
 }
 
+/* A tail polled before its file holds a record: an empty batch is no error. */
+static void early_tail(void)
+{
+	char path[] = "/tmp/api-symbolizer-misuse-XXXXXX";
+	int fd = mkstemp(path);
+	struct sp_tail *t = fd >= 0 ? sp_tail_open(path) : NULL;
+	struct sp_symbolizer *sym = t ? sp_symbolizer_new(NULL, t, NULL) : NULL;
+	const struct sp_batch *b;
+	struct sp_invalidation inv;
+	check("a symbolizer of a tail of an empty file", sym != NULL);
+	check("an empty batch updates nothing", sym && sp_tail_poll(t, &b) == 1 &&
+	      sp_batch_count(b) == 0 && sp_symbolizer_update(sym, b, &inv) == 0 &&
+	      !inv.all && inv.npids == 0);
+	sp_symbolizer_free(sym);
+	sp_tail_close(t);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+	}
+}
+
 /* Stacks and batches of another profile; a stack before its batch's update. */
 static void wrong_profile(const char *file)
 {
@@ -132,5 +155,6 @@ int main(int argc, char **argv)
 	bad_options();
 	bad_kallsyms(argv[1]);
 	wrong_profile(argv[1]);
+	early_tail();
 	return failed;
 }
