@@ -57,7 +57,7 @@ layer_lib = $(BUILD)/lib/libsp-$(1).a
 LIB_SRC := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
 
 # The layers each tool links, highest first (the order the linker wants).
-sp-capture_LAYERS := capture stream util
+sp-capture_LAYERS := api capture stream util
 sp-cat_LAYERS := stream util
 sp-unwind_LAYERS := unwind stream util
 sp-symbolize_LAYERS := sym unwind stream util

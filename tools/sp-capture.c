@@ -4,6 +4,11 @@
  * used part of a copy of the user stack and the kernel callchain of every
  * sample, with the process, thread and mapping events needed to interpret
  * them later, on this host or another.
+ *
+ * The recording goes through libstackpulse's recorder (sp_recorder_new(3)),
+ * made through the tools' door of api/internal.h with the options only
+ * the tool has; -t, --refresh-threads and the status line use the capture
+ * handle behind it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/internal.h"
 #include "stream/advice.h"
 #include "stream/header.h"
 #include "capture/recorder.h"
@@ -597,12 +603,15 @@ static const char *kallsyms_hider(void)
 	return what;
 }
 
-/* A recorder's error; a write error on the output is told as every tool tells it. */
-static void recorder_failed(struct sp_capture *r, struct sp_writer *w, bool stopped)
+/*
+ * The recorder's last error (sp_errmsg(-1)); a write error on the output
+ * is told as every tool tells it.
+ */
+static void recorder_failed(struct sp_writer *w, bool stopped)
 {
 	const char *more = stopped ? "; recording stopped" : "";
 	if (!sp_writer_failed(w) || sp_writer_flush(w) == 0) {
-		sp_warn("%s%s", sp_capture_error(r), more);
+		sp_warn("%s%s", sp_errmsg(-1), more);
 		return;
 	}
 	sp_write_failed(errno);
@@ -678,8 +687,9 @@ static void check_root(pid_t pid)
  * Attaches every -p target (and with --descendants, their descendants).
  * Returns 0, or -1 after a message.
  */
-static int attach_all(struct cli *c, struct sp_capture *r)
+static int attach_all(struct cli *c, struct sp_recorder *r)
 {
+	enum sp_attach_mode mode = c->o.stop ? SP_ATTACH_STOP : SP_ATTACH_NO_STOP;
 	pid_t *all = c->pids;
 	size_t n = c->npids;
 	if (c->o.descendants) {
@@ -693,13 +703,13 @@ static int attach_all(struct cli *c, struct sp_capture *r)
 		free(desc);
 		for (size_t i = c->npids; i < c->npids + nd; i++)
 			/* A descendant that exits meanwhile is not an error. */
-			if (sp_capture_attach(r, all[i]) < 0 && kill(all[i], 0) == 0)
-				sp_warn("%s", sp_capture_error(r));
+			if (sp_recorder_attach_process(r, all[i], mode) < 0 && kill(all[i], 0) == 0)
+				sp_warn("%s", sp_errmsg(-1));
 	}
 	int rc = 0;
 	for (size_t i = 0; i < c->npids && rc == 0; i++)
-		if (sp_capture_attach(r, c->pids[i]) < 0) {
-			sp_warn("%s", sp_capture_error(r));
+		if (sp_recorder_attach_process(r, c->pids[i], mode) < 0) {
+			sp_warn("%s", sp_errmsg(-1));
 			rc = -1;
 		} else {
 			check_root(c->pids[i]);
@@ -732,10 +742,12 @@ int main(int argc, char **argv)
 		sp_die(SP_EXIT_FATAL, "cannot create the archive '%s': %s", c.archive, strerror(errno));
 	int outfd = sp_open_recording(c.output);
 	c.o.command_stdout_to_stderr = outfd == STDOUT_FILENO;
-	struct sp_writer *w = sp_writer_new(outfd, c.output ? c.output : "-");
-	struct sp_capture *r = w ? sp_capture_new(&c.o, w) : NULL;
-	if (!r)
-		sp_die(SP_EXIT_FATAL, "out of memory");
+	struct sp_recorder *rec = sp_recorder_new_tool(&c.o, outfd, c.output ? c.output : "-",
+						       argc, argv);
+	if (!rec)
+		sp_die(SP_EXIT_FATAL, "%s", sp_errmsg(-1));
+	struct sp_capture *r = sp_recorder_capture(rec);
+	struct sp_writer *w = sp_recorder_writer(rec);
 
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGINT, &sa, NULL);
@@ -748,20 +760,23 @@ int main(int argc, char **argv)
 
 	pid_t child = -1;
 	int status = SP_EXIT_OK;
-	if (c.command && sp_capture_launch(r, c.command, &child) < 0) {
-		sp_warn("%s", sp_capture_error(r));
+	if (c.command && sp_recorder_attach_command(rec, c.command, &child) < 0) {
+		sp_warn("%s", sp_errmsg(-1));
 		status = SP_EXIT_FATAL;
 	} else if (c.ntids && attach_tids(&c, r) < 0) {
 		status = SP_EXIT_FATAL;
-	} else if (!c.command && !c.ntids && attach_all(&c, r) < 0) {
+	} else if (!c.command && !c.ntids && attach_all(&c, rec) < 0) {
 		status = SP_EXIT_FATAL;
 	}
-	if (status == SP_EXIT_OK && sp_capture_kernel_fell_back(r))
+	struct sp_summary sum;
+	sp_recorder_summary(rec, &sum);
+	if (status == SP_EXIT_OK && c.o.kernel && !sum.kernel_enabled)
 		sp_warn("kernel sampling was denied (perf_event_paranoid is %d); recording "
 			"user frames only (kernel_enabled is false in the stream)",
 			sp_perf_paranoid());
-	if (status == SP_EXIT_OK && sp_capture_start(r, argc, argv) < 0) {
-		recorder_failed(r, w, false);
+	/* The first flush starts the recording: the header, what attach read. */
+	if (status == SP_EXIT_OK && sp_recorder_flush(rec) < 0) {
+		recorder_failed(w, false);
 		status = SP_EXIT_FATAL;
 	}
 	/*
@@ -774,8 +789,7 @@ int main(int argc, char **argv)
 	if (status == SP_EXIT_OK && sp_output_commit() < 0)
 		status = SP_EXIT_FATAL;
 	if (status != SP_EXIT_OK) {
-		sp_capture_free(r);
-		sp_writer_close(w);
+		sp_recorder_free(rec);
 		free(c.pids);
 		free(c.tids);
 		sp_archive_free(c.o.archive);
@@ -796,13 +810,12 @@ int main(int argc, char **argv)
 		}
 		if (live && timeout > 250)
 			timeout = 250;
-		int k = sp_capture_poll(r, timeout);
-		if (k < 0) {
-			recorder_failed(r, w, true);
+		if (sp_recorder_poll(rec, timeout) < 0) {
+			recorder_failed(w, true);
 			status = SP_EXIT_FATAL;
 			break;
 		}
-		if (k == 0 || stop_signal)
+		if (sp_recorder_targets_active(rec) != 1 || stop_signal)
 			break;
 		now = mono_s();
 		if (c.o.refresh_threads_ms && (now - last_refresh) * 1000 >= c.o.refresh_threads_ms) {
@@ -815,27 +828,27 @@ int main(int argc, char **argv)
 			status_line(r, now - t0, false);
 		}
 	}
-	if (status == SP_EXIT_OK && sp_capture_finish(r) < 0) {
-		recorder_failed(r, w, false);
+	if (status == SP_EXIT_OK && sp_recorder_finish(rec, &sum) < 0) {
+		recorder_failed(w, false);
 		status = SP_EXIT_FATAL;
 	}
 	if (live)
 		status_line(r, mono_s() - t0, true);
-	int cs = sp_capture_command_status(r);
-	if (child > 0 && cs >= 0 && !c.quiet) {
-		if (WIFEXITED(cs))
-			sp_warn("command '%s' exited with status %d", c.command[0], WEXITSTATUS(cs));
-		else if (WIFSIGNALED(cs))
-			sp_warn("command '%s' was killed by signal %d (%s)", c.command[0],
-				WTERMSIG(cs), strsignal(WTERMSIG(cs)));
+	int cs = sum.command_status;
+	if (child > 0 && sum.has_command_status && !c.quiet) {
+		if (cs >= 0)
+			sp_warn("command '%s' exited with status %d", c.command[0], cs);
+		else
+			sp_warn("command '%s' was killed by signal %d (%s)", c.command[0], -cs,
+				strsignal(-cs));
 	}
 	if (c.kallsyms_out && save_kallsyms(c.kallsyms_out) < 0 && status == SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
 	if (status == SP_EXIT_OK)
 		status = check_samples(&c, r, mono_s() - t0);
-	sp_capture_free(r);
-	if (sp_writer_close(w) < 0 && status == SP_EXIT_OK)
+	if (sp_writer_flush(w) < 0 && status == SP_EXIT_OK)
 		status = sp_write_failed(errno);
+	sp_recorder_free(rec);
 	free(c.pids);
 	free(c.tids);
 	sp_archive_free(c.o.archive);
