@@ -9,8 +9,10 @@
  * recording goes on with user frames and kernel_enabled says 0.  -F is
  * the rate ("max": the kernel's cap), -e the event ("cpu-clock",
  * "task-clock"), -t and -i the start timestamp and the sample interval
- * the stream's header carries.
+ * the stream's header carries.  OUT.sps "-" is standard output (a
+ * pipe will do); the summary then goes to standard error.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,29 +25,30 @@ static int die(const char *what)
 	return 1;
 }
 
-static void print_summary(const struct sp_summary *s)
+static void print_summary(FILE *f, const struct sp_summary *s)
 {
-	printf("sample_events %llu\n", (unsigned long long)s->sample_events);
-	printf("samples %llu\n", (unsigned long long)s->samples);
-	printf("lost_events %llu\n", (unsigned long long)s->lost_events);
-	printf("lost_samples %llu\n", (unsigned long long)s->lost_samples);
-	printf("empty_stack_samples %llu\n", (unsigned long long)s->empty_stack_samples);
-	printf("truncated_frame_markers %llu\n", (unsigned long long)s->truncated_frame_markers);
-	printf("ignored_user_callchain_frames %llu\n",
-	       (unsigned long long)s->ignored_user_callchain_frames);
-	printf("skipped_no_pid %llu\n", (unsigned long long)s->skipped_no_pid);
-	printf("skipped_no_tid %llu\n", (unsigned long long)s->skipped_no_tid);
-	printf("skipped_no_time %llu\n", (unsigned long long)s->skipped_no_time);
-	printf("skipped_no_frames %llu\n", (unsigned long long)s->skipped_no_frames);
-	printf("throttle_events %llu\n", (unsigned long long)s->throttle_events);
-	printf("processes %llu\n", (unsigned long long)s->processes);
-	printf("threads %llu\n", (unsigned long long)s->threads);
-	printf("duration_ns %llu\n", (unsigned long long)s->duration_ns);
-	printf("kernel_enabled %d\n", s->kernel_enabled);
+	fprintf(f, "sample_events %llu\n", (unsigned long long)s->sample_events);
+	fprintf(f, "samples %llu\n", (unsigned long long)s->samples);
+	fprintf(f, "lost_events %llu\n", (unsigned long long)s->lost_events);
+	fprintf(f, "lost_samples %llu\n", (unsigned long long)s->lost_samples);
+	fprintf(f, "empty_stack_samples %llu\n", (unsigned long long)s->empty_stack_samples);
+	fprintf(f, "truncated_frame_markers %llu\n", (unsigned long long)s->truncated_frame_markers);
+	fprintf(f, "ignored_user_callchain_frames %llu\n",
+		(unsigned long long)s->ignored_user_callchain_frames);
+	fprintf(f, "skipped_no_pid %llu\n", (unsigned long long)s->skipped_no_pid);
+	fprintf(f, "skipped_no_tid %llu\n", (unsigned long long)s->skipped_no_tid);
+	fprintf(f, "skipped_no_time %llu\n", (unsigned long long)s->skipped_no_time);
+	fprintf(f, "skipped_no_frames %llu\n", (unsigned long long)s->skipped_no_frames);
+	fprintf(f, "throttle_events %llu\n", (unsigned long long)s->throttle_events);
+	fprintf(f, "processes %llu\n", (unsigned long long)s->processes);
+	fprintf(f, "threads %llu\n", (unsigned long long)s->threads);
+	fprintf(f, "duration_ns %llu\n", (unsigned long long)s->duration_ns);
+	fprintf(f, "kernel_enabled %d\n", s->kernel_enabled);
 	if (s->has_command_status)
-		printf("command_status %d\n", s->command_status);
+		fprintf(f, "command_status %d\n", s->command_status);
 	for (unsigned k = 0; k < s->nerrors && sp_error_kind_name(k); k++)
-		printf("error.%s %llu\n", sp_error_kind_name(k), (unsigned long long)s->errors[k]);
+		fprintf(f, "error.%s %llu\n", sp_error_kind_name(k),
+			(unsigned long long)s->errors[k]);
 }
 
 int main(int argc, char **argv)
@@ -79,7 +82,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	struct sp_recorder *r = sp_recorder_new(o, argv[i]);
+	bool to_stdout = strcmp(argv[i], "-") == 0;
+	struct sp_recorder *r = to_stdout ? sp_recorder_new_fd(o, 1) : sp_recorder_new(o, argv[i]);
 	sp_options_free(o);
 	if (!r)
 		return die(argv[i]);
@@ -100,6 +104,6 @@ int main(int argc, char **argv)
 		return die("finish");
 	}
 	sp_recorder_free(r);
-	print_summary(&s);
+	print_summary(to_stdout ? stderr : stdout, &s);
 	return 0;
 }

@@ -57,6 +57,18 @@ samples_of() {
 	[ "$complete" -ge $((samples * 9 / 10)) ]
 }
 
+@test "profile-command: a recorder writing to a pipe; the command's output kept out of the stream" {
+	local -
+	set -o pipefail
+	"$EX/profile-command" - sh -c "echo hello; exec \"$WORKLOADS/spin\" 1" 2> "$BATS_TEST_TMPDIR/err" |
+		sp-cat > "$BATS_TEST_TMPDIR/json"
+	grep -qx hello "$BATS_TEST_TMPDIR/err"
+	samples=$(awk '$1 == "samples" { print $2 }' "$BATS_TEST_TMPDIR/err")
+	[ "$samples" -gt 50 ]
+	[ "$(jq -c 'select(.t=="summary") | .samples' "$BATS_TEST_TMPDIR/json")" = "$samples" ]
+	[ "$(head -n 1 "$BATS_TEST_TMPDIR/json" | jq -r .t)" = header ]
+}
+
 @test "profile-command: the command's exit status, the task-clock event and the header's metadata" {
 	# The shell itself works (a child would not be followed: no inheritance).
 	run -0 "$EX/profile-command" -e task-clock -t 1700000000000000 -i 1001 "$S" \

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/images.h"
@@ -138,6 +139,14 @@ fail:
 
 static char *const library_argv[] = { "libstackpulse", NULL };
 
+/* Whether fd is where this process's standard output goes. */
+static bool is_stdout(int fd)
+{
+	struct stat a, b;
+	return fd == STDOUT_FILENO || (fstat(fd, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 &&
+				       a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+}
+
 static struct sp_recorder *recorder_new(const struct sp_options *o, int fd, bool own_fd,
 					const char *path)
 {
@@ -149,6 +158,8 @@ static struct sp_recorder *recorder_new(const struct sp_options *o, int fd, bool
 		sp_error_publish(&err);
 		return NULL;
 	}
+	/* A command must not write into the stream: its output goes to stderr. */
+	co.command_stdout_to_stderr = !path && is_stdout(fd);
 	return recorder_make(&co, fd, own_fd, path, path ? path : "-", 1,
 			     (char **)library_argv);
 }
@@ -177,6 +188,7 @@ struct sp_recorder *sp_recorder_new_fd(const struct sp_options *o, int fd)
 	}
 	return recorder_new(o, fd, false, NULL);
 }
+
 
 struct sp_recorder *sp_recorder_new_tool(const struct sp_capture_options *co, int fd,
 					 const char *name, int argc, char **argv)
