@@ -146,6 +146,31 @@ samples_of() {
 	[ "$(sp-cat -t unwind "$BATS_TEST_TMPDIR/u.sps" | jq '.complete * 10 >= .user_samples * 8')" = true ]
 }
 
+@test "several-processes: a thread id given stands for its whole process" {
+	"$WORKLOADS/spin" -t 2 5 & PIDS+=($!)
+	pid=$!
+	tid=
+	for i in $(seq 100); do
+		tid=$(ls "/proc/$pid/task" | grep -vx "$pid" | head -n 1)
+		[ -n "$tid" ] && break
+		sleep 0.05
+	done
+	[ -n "$tid" ]
+	"$WORKLOADS/spin" -t 1 5 & PIDS+=($!)
+	other=$!
+	sh -c "\"$WORKLOADS/spin\" -t 1 5 & wait" & PIDS+=($!)
+	root=$!
+	run -0 "$EX/several-processes" "$S" "$tid" "$other" "$root" 1
+	[ "$(samples_of "$pid")" -gt 5 ]
+	[ "$(samples_of "$tid")" -eq 0 ]
+	# Its process record is under its pid, and no process has the thread's id.
+	jqs "$S" 'select(.t=="process") | .pid' > "$BATS_TEST_TMPDIR/procs"
+	grep -qx "$pid" "$BATS_TEST_TMPDIR/procs"
+	run -1 grep -qx "$tid" "$BATS_TEST_TMPDIR/procs"
+	# Both of its threads, under its pid.
+	[ "$(sp-cat -t sample "$S" | jq -r --argjson p "$pid" 'select(.pid == $p) | .tid' | sort -u | wc -l)" -eq 2 ]
+}
+
 @test "a recorder writing to a file keeps the exact images of the files its targets map, and removes them at the end" {
 	tmp=$BATS_TEST_TMPDIR/tmp
 	mkdir "$tmp"

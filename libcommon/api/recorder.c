@@ -19,6 +19,7 @@
 #include "capture/recorder.h"
 #include "stream/records.h"
 #include "util/procfs.h"
+#include "util/procns.h"
 
 struct sp_recorder {
 	struct sp_error err;
@@ -233,6 +234,13 @@ static int check_pid(pid_t pid)
 	return sp_error_publish_new(SP_ERR_INVALID, "invalid pid %d", (int)pid);
 }
 
+/* The process of thread id pid: a thread stands for its whole process. */
+static pid_t process_of(pid_t pid)
+{
+	pid_t tgid = sp_proc_tgid(pid);
+	return tgid > 0 ? tgid : pid;
+}
+
 int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 {
 	CHECK_LIVE(r, -1);
@@ -241,6 +249,7 @@ int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 				  "sp_recorder_attach_process()");
 	if (check_pid(pid) < 0)
 		return -1;
+	pid = process_of(pid);
 	if (sp_capture_target_alive(r->cap, pid) == 1)
 		return 0;
 	if (sp_capture_attach_stop(r->cap, pid, false) < 0)
@@ -280,6 +289,7 @@ int sp_recorder_attach_process(struct sp_recorder *r, pid_t pid, enum sp_attach_
 	if (mode != SP_ATTACH_STOP && mode != SP_ATTACH_NO_STOP)
 		return sp_error_publish_new(SP_ERR_INVALID, "%s: unknown attach mode %d",
 					    __func__, (int)mode);
+	pid = process_of(pid);
 	if (sp_capture_target_alive(r->cap, pid) == 1)
 		return 0;
 	if (sp_capture_attach_stop(r->cap, pid, mode == SP_ATTACH_STOP) < 0)
