@@ -13,10 +13,18 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <stackpulse.h>
 
 #define MAX_DESCENDANTS 64
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 static int die(struct sp_recorder *r, const char *what)
 {
@@ -52,7 +60,7 @@ int main(int argc, char **argv)
 	}
 	pid_t first = (pid_t)atoi(argv[2]), second = (pid_t)atoi(argv[3]);
 	pid_t root = (pid_t)atoi(argv[4]);
-	int ticks = (int)(atof(argv[5]) * 10);
+	double seconds = atof(argv[5]);
 
 	struct sp_options *o = sp_options_new();
 	if (!o || sp_options_set_rate(o, 999) < 0)
@@ -74,11 +82,14 @@ int main(int argc, char **argv)
 		return die(r, argv[4]);
 
 	int refreshed = 0;
-	for (int tick = 1; tick <= ticks && sp_recorder_targets_active(r) == 1; tick++) {
+	double start = now_s(), last = start;
+	while (now_s() - start < seconds && sp_recorder_targets_active(r) == 1) {
+		/* A poll returns early when a buffer fills: time by the clock. */
 		if (sp_recorder_poll(r, 100) < 0)
 			return die(r, "poll");
-		if (tick % 5)
+		if (now_s() - last < 0.5)
 			continue;
+		last = now_s();
 		/* The slow tick: threads started since their process was attached. */
 		int k = sp_recorder_refresh_threads(r, first);
 		if (k > 0)

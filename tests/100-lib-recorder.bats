@@ -16,6 +16,7 @@ teardown() {
 	local p
 	for p in "${PIDS[@]}"; do
 		kill -CONT "$p" 2>/dev/null || true
+		pkill -P "$p" 2>/dev/null || true
 		kill "$p" 2>/dev/null || true
 	done
 	wait 2>/dev/null || true
@@ -101,15 +102,15 @@ samples_of() {
 }
 
 @test "several-processes: one attached before the start, one stopped while attached, the descendants of a third" {
-	# The first starts threads a second after it is attached: only the
-	# refresh ticks find them (no inheritance).
-	"$WORKLOADS/late_threads" -n 3 -w 1.5 8 & PIDS+=($!)
+	# The first starts threads three seconds after it starts, while it is
+	# recorded: only the refresh ticks find them (no inheritance).
+	"$WORKLOADS/late_threads" -n 3 -w 3 10 & PIDS+=($!)
 	first=$!
 	# The second notes each SIGCONT: it is stopped and continued once.
 	cont=$BATS_TEST_TMPDIR/continued
 	bash -c "trap 'echo cont >> $cont' CONT; while :; do :; done" & PIDS+=($!)
 	second=$!
-	sh -c "\"$WORKLOADS/spin\" -t 1 6 & \"$WORKLOADS/spin\" -t 1 6 & wait" & PIDS+=($!)
+	sh -c "\"$WORKLOADS/spin\" -t 1 10 & \"$WORKLOADS/spin\" -t 1 10 & wait" & PIDS+=($!)
 	root=$!
 	# Until both children run.
 	for i in $(seq 100); do
@@ -117,7 +118,7 @@ samples_of() {
 		sleep 0.05
 	done
 	children=$(pgrep -P "$root" | sort -n | tr '\n' ' ')
-	run -0 "$EX/several-processes" "$S" "$first" "$second" "$root" 4
+	run -0 "$EX/several-processes" "$S" "$first" "$second" "$root" 5
 	[[ "$output" == *"attached $first before-start"* ]]
 	[[ "$output" == *"attached $second stop"* ]]
 	for c in $children; do
