@@ -22,6 +22,10 @@
  * The public symbolizer gives inlined calls as entries of their own, ids
  * of its own, and batches whose stacks are apart from their records.
  *
+ * The library is compiled with -fvisibility=hidden; the public header
+ * gives what it declares default visibility, and libstackpulse.map
+ * exports exactly that.
+ *
  * Every public function checks its handles first and, on any failure,
  * publishes the handle's error (sp_error_publish()) before returning -1
  * or NULL, so that sp_errno() and sp_errmsg(-1) say what went wrong.
@@ -38,9 +42,6 @@
 #include "stream/records.h"
 #include "stream/stream.h"
 #include "util/error.h"
-
-/* The public surface: compiled with -fvisibility=hidden, these are exported. */
-#define SP_API __attribute__((visibility("default")))
 
 /* Fails the calling function with SP_ERR_INVALID when p is NULL. */
 #define SP_API_CHECK(p, ret) \
