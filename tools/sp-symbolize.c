@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/internal.h"
 #include "stream/advice.h"
 #include "stream/header.h"
 #include "stream/records.h"
@@ -247,12 +248,12 @@ static const struct option *long_options(void)
 	return longopts;
 }
 
-/* A bad option argument is a usage error; anything else is fatal. */
-static _Noreturn void search_failed(const struct sp_sym_search *s)
+/* The public API's last failure: a bad option argument is a usage error. */
+static _Noreturn void symbolizer_failed(void)
 {
-	if (s->err.code == SP_ERR_BAD_INPUT)
-		sp_usage_error("%s", sp_error_message(&s->err));
-	sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&s->err));
+	if (sp_errno() == SP_ERR_INVALID)
+		sp_usage_error("%s", sp_errmsg(-1));
+	sp_die(SP_EXIT_FATAL, "%s", sp_errmsg(-1));
 }
 
 /* The input is idle: what was named so far leaves now (a write error stays on w). */
@@ -264,18 +265,19 @@ static void flush_out(void *w)
 int main(int argc, char **argv)
 {
 	const struct option *longopts = long_options();
-	struct sp_sym_search search;
+	struct sp_symbolizer_options *opts = sp_symbolizer_options_new();
 	const char *output = NULL, *input;
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
 	bool allow_empty = false, follow = false;
 	int c;
 
 	sp_tool_init(argv[0]);
-	sp_sym_search_init(&search);
+	if (!opts)
+		symbolizer_failed();
 	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
 		if (c >= SYM_OPT && c < SYM_OPT + SP_SYM_OPT_COUNT) {
-			if (sp_sym_search_set(&search, (enum sp_sym_opt)(c - SYM_OPT), optarg) < 0)
-				search_failed(&search);
+			if (sp_symbolizer_options_set(opts, sp_sym_options[c - SYM_OPT].name, optarg) < 0)
+				symbolizer_failed();
 			continue;
 		}
 		switch (c) {
@@ -289,19 +291,16 @@ int main(int argc, char **argv)
 		}
 	}
 	input = sp_single_input(argc, argv, optind);
-	if (sp_sym_search_finish(&search) < 0)
-		search_failed(&search);
-	/* Before any output: a pipe's other tools should not run for nothing. */
-	if (search.kallsyms && strcmp(search.kallsyms, "none") != 0 &&
-	    !search.kallsyms_archived && access(search.kallsyms, R_OK) < 0)
-		sp_die(SP_EXIT_FATAL, "cannot read the --kallsyms file '%s': %s (save one with "
-		       "sp-capture --kallsyms-out FILE, or give --kallsyms none)",
-		       search.kallsyms, strerror(errno));
-
-	struct sp_error err = { 0 };
-	struct sp_namer *sym = sp_namer_new(&search, sp_note_warn, NULL, &err);
-	if (!sym)
-		sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&err));
+	/*
+	 * Before any output, so that a pipe's other tools do not run for
+	 * nothing: the options completed, a --kallsyms file that cannot be
+	 * read refused.  The stream is the namer's to name (api/internal.h).
+	 */
+	struct sp_symbolizer *api = sp_symbolizer_new_tool(opts, sp_note_warn, NULL);
+	if (!api)
+		symbolizer_failed();
+	sp_symbolizer_options_free(opts);
+	struct sp_namer *sym = sp_symbolizer_namer(api);
 	/* Following a file opens it when it appears; a pipe needs no following. */
 	if (follow && (!input || strcmp(input, "-") == 0))
 		follow = false;
@@ -384,8 +383,7 @@ done:
 	if (sp_writer_close(w) < 0)
 		status = sp_write_failed(errno);
 	sp_reader_free(r);
-	sp_namer_free(sym);
-	sp_sym_search_release(&search);
+	sp_symbolizer_free(api);
 	if (infd >= 0 && infd != STDIN_FILENO)
 		close(infd);
 	return status;

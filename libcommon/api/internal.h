@@ -12,15 +12,17 @@
  *   snapshot.c    struct sp_snapshot; tail.c: struct sp_tail
  *   symbolizer.c  struct sp_symbolizer over sym/symbolizer.h (sp_namer)
  *
- * sp-symbolize stays on sp_namer, not on the public symbolizer: it
- * rewrites the stream, and what it writes is the namer's, not a display
- * frame's: a frame record per interned frame under the segment's frame
- * id, with rel, offset and the inline array as one record; the symstack
- * of each stack where the stack record was, in the input's order; a
- * stack named again under the same id once a jitdump record names its
- * JIT code (sp_namer_keep_stack()); the symbolize record's counters.
- * The public symbolizer gives inlined calls as entries of their own, ids
- * of its own, and batches whose stacks are apart from their records.
+ * sp-symbolize takes its options and its symbolizer from the public API
+ * (sp_symbolizer_new_tool() below) but names the stream through the
+ * symbolizer's sp_namer: it rewrites the stream, and what it writes is
+ * the namer's, not a display frame's: a frame record per interned frame
+ * under the segment's frame id, with rel, offset and the inline array as
+ * one record; the symstack of each stack where the stack record was, in
+ * the input's order; a stack named again under the same id once a
+ * jitdump record names its JIT code (sp_namer_keep_stack()); the
+ * symbolize record's counters.  The public symbolizer gives inlined
+ * calls as entries of their own, ids of its own, and batches whose
+ * stacks are apart from their records.
  *
  * The library is compiled with -fvisibility=hidden; the public header
  * gives what it declares default visibility, and libstackpulse.map
@@ -41,6 +43,7 @@
 
 #include "stream/records.h"
 #include "stream/stream.h"
+#include "sym/perfmaps.h"
 #include "util/error.h"
 
 /* Fails the calling function with SP_ERR_INVALID when p is NULL. */
@@ -174,5 +177,22 @@ struct sp_recorder *sp_recorder_new_tool(const struct sp_capture_options *co, in
 					 const char *name, int argc, char **argv);
 struct sp_capture *sp_recorder_capture(struct sp_recorder *r);
 struct sp_writer *sp_recorder_writer(struct sp_recorder *r);
+
+/*
+ * The tools' door (symbolizer.c).  sp-symbolize gives each of its
+ * symbolizer options to sp_symbolizer_options_set() and makes its
+ * symbolizer here from them: one with no snapshot or tail, whose
+ * namer's warnings (a perf map refused, ...) go to warn with warn_arg,
+ * and which refuses, before anything is read, a --kallsyms file that
+ * cannot be read (SP_ERR_ERRNO).  A bad option is SP_ERR_INVALID, the
+ * tool's usage error.  NULL on failure, published.  The tool feeds the
+ * stream to the namer itself (sp_symbolizer_namer(): frame records,
+ * symstacks, kept stacks and counters are the namer's); the namer is
+ * the symbolizer's, freed by sp_symbolizer_free().
+ */
+struct sp_namer;
+struct sp_symbolizer *sp_symbolizer_new_tool(const struct sp_symbolizer_options *o,
+					     sp_sym_warn_fn *warn, void *warn_arg);
+struct sp_namer *sp_symbolizer_namer(struct sp_symbolizer *sym);
 
 #endif

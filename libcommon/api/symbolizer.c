@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/internal.h"
 #include "stream/vocab.h"
@@ -387,6 +388,48 @@ static void reset_segment(struct sp_symbolizer *sym)
 	sym->nmods = sym->nframes = sym->nsyms = 0;
 }
 
+/*
+ * sp-symbolize's check, before any output: a kallsyms file it was given
+ * (not an archive's own, whose fault is no failure) must be readable.
+ */
+static int check_kallsyms(struct sp_symbolizer *sym)
+{
+	const char *k = sym->search.kallsyms;
+	if (!k || strcmp(k, "none") == 0 || sym->search.kallsyms_archived || access(k, R_OK) == 0)
+		return 0;
+	int e = errno;
+	sp_error_set(&sym->err, SP_ERR_ERRNO, "cannot read the --kallsyms file '%s': %s (save one "
+		     "with sp-capture --kallsyms-out FILE, or give --kallsyms none)", k, strerror(e));
+	sym->err.errnum = e;
+	return -1;
+}
+
+/*
+ * What both doors share: a copy of o, the search settings made from it
+ * (images: a module directory added to them), and the namer.  NULL on
+ * failure, published.
+ */
+static struct sp_symbolizer *make(const struct sp_symbolizer_options *o, const char *images,
+				  bool tool, sp_sym_warn_fn *warn, void *warn_arg)
+{
+	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
+	if (!sym || options_copy(&sym->o, o) < 0 || (images && !(sym->images_dir = strdup(images)))) {
+		sp_error_publish_new(SP_ERR_NOMEM, "out of memory");
+		sp_symbolizer_free(sym);
+		return NULL;
+	}
+	sp_hashmap_init(&sym->pool, pooled_cmp);
+	sp_u64map_init(&sym->stacks);
+	sp_u64map_init(&sym->jitgen);
+	if (build_search(sym) < 0 || (tool && check_kallsyms(sym) < 0) ||
+	    !(sym->namer = sp_namer_new(&sym->search, warn, warn_arg, &sym->err))) {
+		sp_error_publish(&sym->err);
+		sp_symbolizer_free(sym);
+		return NULL;
+	}
+	return sym;
+}
+
 struct sp_symbolizer *sp_symbolizer_new(struct sp_snapshot *s, struct sp_tail *t,
 					const struct sp_symbolizer_options *o)
 {
@@ -395,24 +438,29 @@ struct sp_symbolizer *sp_symbolizer_new(struct sp_snapshot *s, struct sp_tail *t
 				     __func__);
 		return NULL;
 	}
-	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
-	const char *images = t ? sp_tail_images_dir(t) : NULL;
-	if (!sym || options_copy(&sym->o, o) < 0 || (images && !(sym->images_dir = strdup(images)))) {
-		sp_error_publish_new(SP_ERR_NOMEM, "out of memory");
-		sp_symbolizer_free(sym);
-		return NULL;
-	}
-	sym->profile = s ? (const void *)s : (const void *)t;
-	sp_hashmap_init(&sym->pool, pooled_cmp);
-	sp_u64map_init(&sym->stacks);
-	sp_u64map_init(&sym->jitgen);
-	if (build_search(sym) < 0 ||
-	    !(sym->namer = sp_namer_new(&sym->search, NULL, NULL, &sym->err))) {
-		sp_error_publish(&sym->err);
-		sp_symbolizer_free(sym);
-		return NULL;
-	}
+	struct sp_symbolizer *sym = make(o, t ? sp_tail_images_dir(t) : NULL, false, NULL, NULL);
+	if (sym)
+		sym->profile = s ? (const void *)s : (const void *)t;
 	return sym;
+}
+
+/*
+ * The tools' door.  The symbolizer is its own profile: no batch or stack
+ * of a snapshot or a tail is of it, so the public entries refuse them and
+ * the tool feeds the namer the stream itself.
+ */
+struct sp_symbolizer *sp_symbolizer_new_tool(const struct sp_symbolizer_options *o,
+					     sp_sym_warn_fn *warn, void *warn_arg)
+{
+	struct sp_symbolizer *sym = make(o, NULL, true, warn, warn_arg);
+	if (sym)
+		sym->profile = sym;
+	return sym;
+}
+
+struct sp_namer *sp_symbolizer_namer(struct sp_symbolizer *sym)
+{
+	return sym->namer;
 }
 
 void sp_symbolizer_free(struct sp_symbolizer *sym)
