@@ -256,6 +256,13 @@ static _Noreturn void symbolizer_failed(void)
 	sp_die(SP_EXIT_FATAL, "%s", sp_errmsg(-1));
 }
 
+/* An end before the symbolizer is made: its options freed, status returned. */
+static int options_done(struct sp_symbolizer_options *opts, int status)
+{
+	sp_symbolizer_options_free(opts);
+	return status;
+}
+
 /* The input is idle: what was named so far leaves now (a write error stays on w). */
 static void flush_out(void *w)
 {
@@ -285,9 +292,9 @@ int main(int argc, char **argv)
 		case 'f': follow = true; break;
 		case MAX_RECORD: max_record = sp_parse_max_record(optarg); break;
 		case ALLOW_EMPTY: allow_empty = true; break;
-		case 'h': usage(); return SP_EXIT_OK;
-		case 'V': return sp_show_version();
-		default: return sp_bad_option();
+		case 'h': usage(); return options_done(opts, SP_EXIT_OK);
+		case 'V': return options_done(opts, sp_show_version());
+		default: return options_done(opts, sp_bad_option());
 		}
 	}
 	input = sp_single_input(argc, argv, optind);
