@@ -18,19 +18,6 @@ teardown() {
 	[ -z "${C:-}" ] || kill -KILL "$C" 2>/dev/null || true
 }
 
-# keep NAME SRC: copies SRC to $D/NAME and to $D/NAME.copy, to compare after.
-keep() {
-	cp "$2" "$D/$1"
-	cp "$2" "$D/$1.copy"
-}
-
-# only_files NAME...: the directory $D holds exactly these files (no temporary).
-only_files() {
-	local want=
-	[ $# -eq 0 ] || want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
-	[ "$(ls -A "$D" | sort | tr '\n' ' ')" = "$want" ]
-}
-
 # A pid that no process has.
 free_pid() {
 	local p=4194000

@@ -25,19 +25,6 @@ teardown() {
 	exec 7>&- || true
 }
 
-# keep NAME SRC: copies SRC to $D/NAME and to $D/NAME.copy, to compare after.
-keep() {
-	cp "$2" "$D/$1"
-	cp "$2" "$D/$1.copy"
-}
-
-# only_files NAME...: the directory $D holds exactly these files (no temporary).
-only_files() {
-	local want=
-	[ $# -eq 0 ] || want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
-	[ "$(ls -A "$D" | sort | tr '\n' ' ')" = "$want" ]
-}
-
 # small_fs: a tmpfs of two pages at $MNT, unmounted by the teardown.
 small_fs() {
 	MNT=$BATS_TEST_TMPDIR/small

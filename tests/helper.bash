@@ -140,3 +140,17 @@ kill_started() {
 	local p
 	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
 }
+
+# The tests of outputs (091, 094) work in a directory $D:
+# keep NAME SRC: copies SRC to $D/NAME and to $D/NAME.copy, to compare after.
+keep() {
+	cp "$2" "$D/$1"
+	cp "$2" "$D/$1.copy"
+}
+
+# only_files NAME...: the directory $D holds exactly these files (no temporary).
+only_files() {
+	local want=
+	[ $# -eq 0 ] || want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
+	[ "$(ls -A "$D" | sort | tr '\n' ' ')" = "$want" ]
+}
