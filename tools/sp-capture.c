@@ -604,19 +604,19 @@ static const char *kallsyms_hider(void)
 }
 
 /*
- * The recorder's last error (sp_errmsg(-1)); a write error on the output
- * is told as every tool tells it.
+ * The recorder's last error (sp_errmsg(-1)), or a write error on the
+ * output told as every tool tells it; either way the recording ends
+ * there, wherever the pipe's reader went away (at the header, at a poll
+ * or at the last flush), and the message says so.
  */
-static void recorder_failed(struct sp_writer *w, bool stopped)
+static void recorder_failed(struct sp_writer *w)
 {
-	const char *more = stopped ? "; recording stopped" : "";
 	if (!sp_writer_failed(w) || sp_writer_flush(w) == 0) {
-		sp_warn("%s%s", sp_errmsg(-1), more);
+		sp_warn("%s; recording stopped", sp_errmsg(-1));
 		return;
 	}
 	sp_write_failed(errno);
-	if (stopped)
-		sp_warn("recording stopped");
+	sp_warn("recording stopped");
 }
 
 static double mono_s(void)
@@ -776,7 +776,7 @@ int main(int argc, char **argv)
 			sp_perf_paranoid());
 	/* The first flush starts the recording: the header, what attach read. */
 	if (status == SP_EXIT_OK && sp_recorder_flush(rec) < 0) {
-		recorder_failed(w, false);
+		recorder_failed(w);
 		status = SP_EXIT_FATAL;
 	}
 	/*
@@ -784,8 +784,10 @@ int main(int argc, char **argv)
 	 * the recording is worth more than the file it replaces (kept as
 	 * FILE.old), and a follower finds it under its name.
 	 */
-	if (status == SP_EXIT_OK && sp_writer_flush(w) < 0)
-		status = sp_write_failed(errno);
+	if (status == SP_EXIT_OK && sp_writer_flush(w) < 0) {
+		recorder_failed(w);
+		status = SP_EXIT_FATAL;
+	}
 	if (status == SP_EXIT_OK && sp_output_commit() < 0)
 		status = SP_EXIT_FATAL;
 	if (status != SP_EXIT_OK) {
@@ -811,7 +813,7 @@ int main(int argc, char **argv)
 		if (live && timeout > 250)
 			timeout = 250;
 		if (sp_recorder_poll(rec, timeout) < 0) {
-			recorder_failed(w, true);
+			recorder_failed(w);
 			status = SP_EXIT_FATAL;
 			break;
 		}
@@ -829,7 +831,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (status == SP_EXIT_OK && sp_recorder_finish(rec, &sum) < 0) {
-		recorder_failed(w, false);
+		recorder_failed(w);
 		status = SP_EXIT_FATAL;
 	}
 	if (live)
