@@ -241,8 +241,9 @@ static int stack_frame(struct sp_fold *f, const msgpack_object *e, bool symboliz
 					    "symstack %llu refers to an undefined frame",
 					    (unsigned long long)id);
 		const struct segframe *sf = &f->segframes[e->via.u64];
-		v = f->seg_disp + sf->off;
+		/* A frame may name nothing (no display frames, no table yet). */
 		n = sf->n;
+		v = n ? f->seg_disp + sf->off : NULL;
 	} else {
 		if (e->type != MSGPACK_OBJECT_ARRAY || e->via.array.size < 4)
 			return sp_error_set(&f->err, SP_ERR_BAD_INPUT, "malformed frame in stack %llu",
