@@ -60,6 +60,7 @@ symbolized() {
 	local -
 	set -o pipefail
 	sp-unwind "$1" | sp-symbolize -o "$2"
+	forget_perf_maps "$1"
 }
 
 # ratio FOLDED MATCH REACH: "reached total" over the folded lines that

@@ -57,6 +57,7 @@ stages() {
 	# Some recordings here may have no complete stack: sp-stat's to say.
 	sp-unwind --allow-empty -o "$out.unw" "$out.raw" 2> /dev/null
 	sp-symbolize -o "$out" "$out.unw"
+	forget_perf_maps "$out.raw"
 }
 
 # no_c_advice FILE...: sp-stat's advice on each stream never names a C

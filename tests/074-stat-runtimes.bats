@@ -62,6 +62,7 @@ pipeline() {
 	# Stacks that end in JIT code are sp-stat's to explain.
 	sp-unwind --allow-empty -o "$out.unw" "$out.raw" 2> /dev/null
 	sp-symbolize -o "$out" "$out.unw" 2> "$out.err"
+	forget_perf_maps "$out.raw"
 }
 
 @test "node without --perf-basic-prof: its JavaScript functions have no names, how to get them" {
@@ -92,7 +93,6 @@ pipeline() {
 	# With the map asked for, the JIT code is named and the finding is gone.
 	pipeline "$S.map" java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit \
 		-cp "$BATS_FILE_TMPDIR" Hot 2
-	rm -f /tmp/perf-"$(sp-cat -t process "$S.map.raw" | jq -s '.[0].pid')".map
 	run -0 sp-stat "$S.map"
 	run -1 grep -q "JIT frames (.*) of Java (JVM) have no name" <<< "$output"
 	[ ! -s "$S.map.err" ]

@@ -52,6 +52,16 @@ jqs() {
 	sp-cat "$1" | jq -c "$2"
 }
 
+# forget_perf_maps RAW: removes the /tmp/perf-PID.map of every process
+# recorded in RAW.  A runtime's map outlives it; left behind, it would
+# name the JIT code of a later process that gets the same pid.
+forget_perf_maps() {
+	local pid
+	for pid in $(sp-cat -t process "$1" | jq -r '.pid' | sort -u); do
+		rm -f "/tmp/perf-$pid.map"
+	done
+}
+
 # summary FILE KEY: one counter of a stream's summary record.
 summary() {
 	local -
