@@ -266,3 +266,23 @@ wait_gone() {
 	done
 	[ "$(cat "$st")" = 0 ]
 }
+
+@test "sp-fold --top: a sample with no frame to show is the self of [process]" {
+	local -
+	set -o pipefail
+	local j=$BATS_TEST_TMPDIR/e.jsonl
+	# Three samples of a stack with no frame, before the summary.
+	sample=$(sp-cat "$S" | grep -m1 '"t":"sample"' | sed 's/"stack":[0-9]*/"stack":9999/')
+	sp-cat "$S" | awk -v s="$sample" '/"t":"summary"/ {
+		print "{\"t\":\"symstack\",\"id\":9999,\"frames\":[]}"
+		for (i = 0; i < 3; i++) print s
+	} { print }' > "$j"
+	sps_from_json "$j" "$BATS_TEST_TMPDIR/e.sps"
+	sp-fold --top 0 "$BATS_TEST_TMPDIR/e.sps" > "$BATS_TEST_TMPDIR/top"
+	all=$(sp-fold "$BATS_TEST_TMPDIR/e.sps" | sum_last /dev/stdin)
+	[ "$all" -eq $(($(sp-fold "$S" | sum_last /dev/stdin) + 3)) ]
+	[ "$(sed -n 1p "$BATS_TEST_TMPDIR/top")" = "# $all samples" ]
+	rows "$BATS_TEST_TMPDIR/top" > "$BATS_TEST_TMPDIR/rows"
+	[ "$(awk '{ s += $2 } END { print s }' "$BATS_TEST_TMPDIR/rows")" -eq "$all" ]
+	[ "$(awk '$5 == "[process]" { print $2, $4 }' "$BATS_TEST_TMPDIR/rows")" = "3 3" ]
+}

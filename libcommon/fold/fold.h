@@ -225,7 +225,8 @@ int sp_top_compute(struct sp_top *t, const struct sp_fold_view *v, const struct 
 
 /*
  * The name of a row's function as the report shows it ("[process]" for
- * SP_TOP_ROOT), and its module's file name (NULL when none).
+ * SP_TOP_ROOT: the caller of a root frame, or the samples whose stacks
+ * have no frame to show), and its module's file name (NULL when none).
  */
 const char *sp_top_name(const struct sp_fold_view *v, const struct sp_top_row *r);
 const char *sp_top_module(const struct sp_fold_view *v, const struct sp_top_row *r);

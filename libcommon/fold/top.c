@@ -88,13 +88,18 @@ static uint64_t weight(const struct sp_fold_view *v, const struct sp_top_options
 
 /*
  * Adds one stack of weight w: to its leaf's self and, once each, to the
- * total of every frame on it.  stamp tells frames seen on this stack.
+ * total of every frame on it.  stamp tells frames seen on this stack.  A
+ * stack with no frame left to show counts for the process itself (slot
+ * nframes), so that the self column adds up to every sample.
  */
 static void add_functions(struct sp_top *t, const struct sp_fold_stack *s, uint64_t w,
-			  uint32_t stamp)
+			  uint32_t stamp, size_t nframes)
 {
-	if (!s->n)
+	if (!s->n) {
+		t->self[nframes] += w;
+		t->total[nframes] += w;
 		return;
+	}
 	t->self[s->frames[s->n - 1]] += w;
 	for (size_t j = 0; j < s->n; j++) {
 		uint32_t fr = s->frames[j];
@@ -210,7 +215,7 @@ int sp_top_compute(struct sp_top *t, const struct sp_fold_view *v, const struct 
 		t->samples += w;
 		const struct sp_fold_stack *s = &v->stacks[c->stack];
 		if (o->callers_of == SP_TOP_NONE)
-			add_functions(t, s, w, (uint32_t)i + 1);
+			add_functions(t, s, w, (uint32_t)i + 1, v->nframes);
 		else if (o->callers_of < v->nframes)
 			add_callers(t, s, w, o->callers_of, v->nframes);
 	}
