@@ -74,7 +74,7 @@ const char *sp_stage_name(enum sp_stage s);
 /* Why a stack ends: 0 for a complete stack, else the marker's code. */
 #define SP_UNWIND_ENDS(X) \
 	X(COMPLETE, 0, "complete", "the stack reached the thread's entry") \
-	X(TRUNCATED, 1, "truncated", "the unwinder ran out of stack copy: raise sp-capture --stack-size") \
+	X(TRUNCATED, 1, "truncated", "the unwinder ran out of stack copy: the copy filled its window and the stack goes on beyond it") \
 	X(NO_CFI, 2, "no_cfi", "no unwind information for the address, and the frame-pointer walk failed") \
 	X(MISSING_MODULE, 3, "missing_module", "the module's file was not found") \
 	X(BUILD_ID_MISMATCH, 4, "build_id_mismatch", "the module file found has another build-id; it was not used") \
