@@ -102,7 +102,7 @@ FUZZERS := $(FUZZ_SRC:fuzz/%.c=$(BUILD)/fuzz/%)
 EMBED_SRC := $(wildcard libcommon/*/*.js libcommon/*/*.css)
 EMBED_GEN := $(EMBED_SRC:libcommon/%=$(BUILD)/gen/%.h)
 
-.PHONY: all deps test-deps check check-layers test demo bench san fuzz \
+.PHONY: all deps test-deps check check-layers test soak demo bench san fuzz \
 	fuzz-build install uninstall clean
 
 all: $(TOOL_BIN) $(WORKLOADS) $(UNIT_BIN) $(TEST_DRIVERS) $(MAN5)
@@ -275,6 +275,12 @@ check: all check-layers san fuzz-build
 
 test: all
 	scripts/run-tests --quick
+
+# The suite's races and load run longer: the follow examples 50 times each
+# way, the maximum-rate load for 120 s.
+soak: all
+	SP_SOAK_REPEAT=50 SP_LOAD_SECONDS=120 scripts/run-tests --quick \
+		tests/029-live.bats tests/090-faults.bats
 
 demo: all
 	scripts/demo $(BUILD)
