@@ -276,10 +276,10 @@ check: all check-layers san fuzz-build
 test: all
 	scripts/run-tests --quick
 
-# The suite's races and load run longer: the follow examples 50 times each
-# way, the maximum-rate load for 120 s.
+# The suite's races and load run longer: the follow examples 100 times
+# each way, the maximum-rate load for 120 s.
 soak: all
-	SP_SOAK_REPEAT=50 SP_LOAD_SECONDS=120 scripts/run-tests --quick \
+	SP_SOAK_REPEAT=100 SP_LOAD_SECONDS=120 scripts/run-tests --quick \
 		tests/029-live.bats tests/090-faults.bats
 
 demo: all

@@ -11,8 +11,8 @@ load helper
 
 setup() {
 	T=$BATS_TEST_TMPDIR
-	# The follow examples run this many times each way (make soak: 50).
-	REPEAT=${SP_SOAK_REPEAT:-8}
+	# The follow examples run 20 times in a row each way (make soak: 100).
+	REPEAT=${SP_SOAK_REPEAT:-20}
 }
 
 teardown() {
@@ -127,21 +127,21 @@ example() {
 	fi
 }
 
-@test "sp-cat(1)'s follow example, repeated, with and without an old file in place" {
+@test "sp-cat(1)'s follow example, 20 times, with and without an old file in place" {
 	for i in $(seq "$REPEAT"); do
 		example cat new || { cat "$T/follow.err"; false; }
 		example cat old || { cat "$T/follow.err"; false; }
 	done
 }
 
-@test "sp-unwind(1)'s follow example, repeated, with and without an old file in place" {
+@test "sp-unwind(1)'s follow example, 20 times, with and without an old file in place" {
 	for i in $(seq "$REPEAT"); do
 		example unwind new || { cat "$T/follow.err"; false; }
 		example unwind old || { cat "$T/follow.err"; false; }
 	done
 }
 
-@test "sp-capture(1)'s --refresh-threads example, repeated, with and without an old file in place" {
+@test "sp-capture(1)'s --refresh-threads example, 20 times, with and without an old file in place" {
 	for i in $(seq "$REPEAT"); do
 		example threads new || { cat "$T/follow.err"; false; }
 		example threads old || { cat "$T/follow.err"; false; }
