@@ -59,8 +59,10 @@ man_options() {
 		name=$(basename "$t" .1)
 		for o in $(help_options "$BIN/$name" | grep -- '^--'); do
 			[ "$o" = --help ] || [ "$o" = --version ] && continue
-			# getopt says "unrecognized option" only of an option it does not know.
-			run "$BIN/$name" "$o" < /dev/null
+			# getopt says "unrecognized option" only of an option it does not know,
+			# on standard error, at once.  An option alone may start work that
+			# runs until a signal (sp-capture -a): it is ended, its output dropped.
+			run sh -c 'timeout -s INT 2 "$0" "$1" < /dev/null 2>&1 > /dev/null' "$BIN/$name" "$o"
 			if [[ "$output" == *"unrecognized option"* ]]; then
 				echo "$name: $o is in --help but not taken"
 				false

@@ -55,6 +55,7 @@ static void usage(void)
 	       "       %s [options] -t TID[,TID...]\n"
 	       "       %s [options] --name NAME | --pid-file FILE\n"
 	       "       %s [options] -- COMMAND [ARG...]\n"
+	       "       %s [options] -a | -C CPUS\n"
 	       "Sample processes with perf events and write a raw stackpulse stream.\n"
 	       "\n"
 	       "  -p, --pid PID[,PID...]    attach to running processes (a thread id:\n"
@@ -63,6 +64,11 @@ static void usage(void)
 	       "      --name NAME           attach to every process whose command name or\n"
 	       "                            executable's name is NAME (as pgrep -x)\n"
 	       "      --pid-file FILE       attach to the process whose pid FILE holds\n"
+	       "  -a, --all-cpus            record every process on every CPU (needs\n"
+	       "                            kernel.perf_event_paranoid <= 0 or CAP_PERFMON);\n"
+	       "                            idle CPUs show as swapper;[idle]\n"
+	       "  -C, --cpu CPUS            with or without -a: only these CPUs, a list\n"
+	       "                            as 0,2-3\n"
 	       "  -o, --output FILE         write the stream to FILE (default: standard output)\n"
 	       "  -F, --frequency HZ|max    samples per second per thread (default %u);\n"
 	       "                            max: the kernel's current cap\n"
@@ -95,9 +101,10 @@ static void usage(void)
 	       "  -V, --version             show the version\n"
 	       "\n"
 	       "The recording ends at --duration, on SIGINT, SIGTERM or SIGHUP, or when\n"
-	       "every target has exited; the stream always ends with a summary record.\n"
+	       "every target has exited (with -a, only at --duration or on a signal);\n"
+	       "the stream always ends with a summary record.\n"
 	       "\n" SP_EXIT_STATUS_HELP,
-	       sp_progname, sp_progname, sp_progname, sp_progname, SP_DEFAULT_FREQUENCY, SP_DEFAULT_STACK_SIZE,
+	       sp_progname, sp_progname, sp_progname, sp_progname, sp_progname, SP_DEFAULT_FREQUENCY, SP_DEFAULT_STACK_SIZE,
 	       SP_MAX_STACK_SIZE);
 }
 
@@ -117,6 +124,9 @@ struct cli {
 	bool force;		/* --force: a rate or ring that will not keep up */
 	bool allow_empty;	/* --allow-empty: 0 samples is not an error */
 	int inherit;	/* -1: the default for the mode */
+	bool all_cpus;		/* -a, or -C alone */
+	int *cpus;		/* -C */
+	size_t ncpus, alloccpus;
 };
 
 static int cmp_pid(const void *a, const void *b)
@@ -255,16 +265,61 @@ static void check_ring(const struct cli *c)
 		       (unsigned long long)need, (unsigned long long)pages);
 }
 
+/*
+ * -C: a list of CPUs as perf takes it, "0,2-3", each one online; the
+ * lists of several -C add up.
+ */
+static void parse_cpus(struct cli *c, const char *arg)
+{
+	int online[1024];
+	int nonline = sp_online_cpus(online, 1024);
+	char *copy = sp_xstrdup(arg), *save = NULL;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *dash = strchr(tok, '-');
+		uint64_t a, b;
+		if (dash)
+			*dash = '\0';
+		if (sp_parse_u64(tok, 1023, &a) < 0 || (dash && sp_parse_u64(dash + 1, 1023, &b) < 0))
+			sp_usage_error("invalid CPU list '%s': give CPU numbers and ranges, as 0,2-3",
+				       arg);
+		if (!dash)
+			b = a;
+		if (b < a)
+			sp_usage_error("invalid CPU range '%s-%s' in '%s': give the lower CPU first",
+				       tok, dash + 1, arg);
+		for (uint64_t cpu = a; cpu <= b; cpu++) {
+			bool on = false;
+			for (int i = 0; i < nonline && !on; i++)
+				on = online[i] == (int)cpu;
+			if (!on)
+				sp_usage_error("CPU %llu of '%s' is not online (the online CPUs are in "
+					       "/sys/devices/system/cpu/online)",
+					       (unsigned long long)cpu, arg);
+			bool have = false;
+			for (size_t i = 0; i < c->ncpus && !have; i++)
+				have = c->cpus[i] == (int)cpu;
+			if (have)
+				continue;
+			c->cpus = sp_xrealloc(c->cpus, (c->ncpus + 1) * sizeof(*c->cpus));
+			c->cpus[c->ncpus++] = (int)cpu;
+		}
+	}
+	free(copy);
+}
+
 static void parse_args(struct cli *c, int argc, char **argv)
 {
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
 	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP, FORCE, ALLOW_EMPTY };
+	bool stop_given = false;
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "tid", required_argument, NULL, 't' },
 		{ "name", required_argument, NULL, NAME },
 		{ "pid-file", required_argument, NULL, PID_FILE },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "cpu", required_argument, NULL, 'C' },
 		{ "stop", no_argument, NULL, STOP },
 		{ "output", required_argument, NULL, 'o' },
 		{ "frequency", required_argument, NULL, 'F' },
@@ -301,13 +356,15 @@ static void parse_args(struct cli *c, int argc, char **argv)
 	c->o.poll_ms = 100;
 	c->inherit = -1;
 	/* '+': options end at the first non-option, the command. */
-	while ((opt = getopt_long(argc, argv, "+p:t:o:F:qhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+p:t:o:F:aC:qhV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p': parse_ids(&c->pids, &c->npids, &c->allocpids, optarg, "pid"); break;
 		case 't': parse_ids(&c->tids, &c->ntids, &c->alloctids, optarg, "tid"); break;
 		case NAME: c->name = optarg; break;
 		case PID_FILE: c->pid_file = optarg; break;
-		case STOP: c->o.stop = true; break;
+		case STOP: c->o.stop = stop_given = true; break;
+		case 'a': c->all_cpus = true; break;
+		case 'C': parse_cpus(c, optarg); break;
 		case 'o': c->output = optarg; break;
 		case 'F':
 			c->o.frequency = parse_frequency(optarg);
@@ -370,6 +427,19 @@ static void parse_args(struct cli *c, int argc, char **argv)
 
 	/* How the options combine, checked in one place. */
 	int modes = !!c->npids + !!c->ntids + !!c->name + !!c->pid_file;
+	/* -C alone records those CPUs system-wide, as perf record -C does. */
+	c->all_cpus = c->all_cpus || c->ncpus;
+	if (c->all_cpus && (modes || c->command))
+		sp_usage_error("%s records every process: drop %s, or drop %s to profile "
+			       "only %s", c->ncpus ? "-C" : "-a",
+			       c->command ? "the command" : c->npids ? "-p" : c->ntids ? "-t" :
+			       c->name ? "--name" : "--pid-file", c->ncpus ? "-C (and -a)" : "-a",
+			       c->command ? "the command" : "the processes given");
+	if (c->all_cpus && (c->o.descendants || stop_given || c->o.refresh_threads_ms))
+		sp_usage_error("%s applies to the processes given, not to -a",
+			       c->o.descendants ? "--descendants" : stop_given ? "--stop" :
+			       "--refresh-threads");
+	modes += c->all_cpus;
 	if (modes && c->command)
 		sp_usage_error("give either -p PID or a command, not both (nor -t, --name "
 			       "or --pid-file with a command)");
@@ -378,13 +448,16 @@ static void parse_args(struct cli *c, int argc, char **argv)
 	modes += !!c->command;
 	if (modes == 0)
 		sp_usage_error("nothing to profile: give -p PID, -t TID, --name NAME, "
-			       "--pid-file FILE or -- COMMAND");
+			       "--pid-file FILE, -a or -- COMMAND");
 	if (c->o.descendants && (c->ntids || c->command))
 		sp_usage_error("--descendants applies to -p, --name and --pid-file");
 	if (c->o.stop && c->command)
 		sp_usage_error("--stop applies to running processes, not to a command");
 	/* -t picks threads: the ones they create are not asked for. */
 	c->o.inherit = c->inherit >= 0 ? c->inherit : !c->ntids;
+	c->o.system_wide = c->all_cpus;
+	c->o.cpu_list = c->cpus;
+	c->o.ncpu_list = (int)c->ncpus;
 	if (!c->force) {
 		check_rate(c);
 		check_ring(c);
@@ -765,7 +838,10 @@ int main(int argc, char **argv)
 		status = SP_EXIT_FATAL;
 	} else if (c.ntids && attach_tids(&c, r) < 0) {
 		status = SP_EXIT_FATAL;
-	} else if (!c.command && !c.ntids && attach_all(&c, rec) < 0) {
+	} else if (c.all_cpus && sp_capture_attach_system(r) < 0) {
+		sp_warn("%s", sp_capture_error(r));
+		status = SP_EXIT_FATAL;
+	} else if (!c.all_cpus && !c.command && !c.ntids && attach_all(&c, rec) < 0) {
 		status = SP_EXIT_FATAL;
 	}
 	struct sp_summary sum;
@@ -794,6 +870,7 @@ int main(int argc, char **argv)
 		sp_recorder_free(rec);
 		free(c.pids);
 		free(c.tids);
+		free(c.cpus);
 		sp_archive_free(c.o.archive);
 		return status;
 	}
@@ -853,6 +930,7 @@ int main(int argc, char **argv)
 	sp_recorder_free(rec);
 	free(c.pids);
 	free(c.tids);
+	free(c.cpus);
 	sp_archive_free(c.o.archive);
 	return status;
 }

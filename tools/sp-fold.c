@@ -30,6 +30,10 @@ static void usage(void)
 	       "      --format F           folded (default), pprof or speedscope\n"
 	       "      --pid                root frames comm-PID\n"
 	       "      --tid                root frames comm-PID/TID\n"
+	       "      --by-process         root frames the process name, every pid of a\n"
+	       "                           name merged (the default)\n"
+	       "      --by-thread          root frames the process name, then the thread's\n"
+	       "                           name, every thread of a name merged\n"
 	       "      --kernel             annotate kernel frames with _[k]\n"
 	       "      --jit                annotate JIT (perf-map) frames with _[j]\n"
 	       "      --inline             show inlined functions as frames, annotated _[i]\n"
@@ -176,12 +180,15 @@ static int write_top(struct sp_fold *f, FILE *out, size_t n, enum sp_top_sort so
 int main(int argc, char **argv)
 {
 	enum { FORMAT = 256, PID, TID, KERNEL, JIT, INLINE, ADDRS, ALL, SHOW_HIDDEN, WEIGHT,
-	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD, ALLOW_EMPTY, TOP, SORT };
+	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD, ALLOW_EMPTY, TOP, SORT,
+	       BY_PROCESS, BY_THREAD };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, FORMAT },
 		{ "pid", no_argument, NULL, PID },
 		{ "tid", no_argument, NULL, TID },
+		{ "by-process", no_argument, NULL, BY_PROCESS },
+		{ "by-thread", no_argument, NULL, BY_THREAD },
 		{ "kernel", no_argument, NULL, KERNEL },
 		{ "jit", no_argument, NULL, JIT },
 		{ "inline", no_argument, NULL, INLINE },
@@ -228,6 +235,8 @@ int main(int argc, char **argv)
 			break;
 		case PID: o.root = SP_ROOT_PID; break;
 		case TID: o.root = SP_ROOT_TID; break;
+		case BY_PROCESS: o.root = SP_ROOT_COMM; break;
+		case BY_THREAD: o.root = SP_ROOT_THREAD; break;
 		case KERNEL: o.kernel = true; break;
 		case JIT: o.jit = true; break;
 		case INLINE: o.inline_frames = true; break;

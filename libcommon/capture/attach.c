@@ -396,7 +396,8 @@ int sp_capture_target_alive(struct sp_capture *r, pid_t pid)
 
 unsigned sp_capture_targets_alive(struct sp_capture *r)
 {
-	unsigned n = 0;
+	/* Recording every task, the machine is the target. */
+	unsigned n = r->o.system_wide;
 	for (size_t i = 0; i < r->ntargets; i++)
 		n += target_check(r, &r->targets[i]);
 	return n;

@@ -37,7 +37,8 @@ static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, boo
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 	a->sample_regs_user = SP_REC_REGS_MASK;
 	a->sample_stack_user = r->o.stack_size;
-	a->exclude_kernel = !r->kernel_enabled;
+	/* System-wide, a CPU in the kernel is sampled too (idle, kernel threads). */
+	a->exclude_kernel = !r->kernel_enabled && !r->o.system_wide;
 	a->exclude_hv = 1;
 	/* User frames come from the stack copy, never from the callchain. */
 	a->exclude_callchain_user = 1;
@@ -52,7 +53,7 @@ static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, boo
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(r->ring_pages * (size_t)sysconf(_SC_PAGESIZE) / 4);
-	a->inherit = r->o.inherit;
+	a->inherit = r->o.inherit && !r->o.system_wide;
 	a->disabled = 1;
 	a->enable_on_exec = on_exec;
 	if (r->use_format_lost)
@@ -78,6 +79,53 @@ static int permission_hint(struct sp_capture *r, pid_t tid, int e)
 		     r->kernel_enabled ? ", drop --kernel" : "");
 	r->err.errnum = e;
 	return -1;
+}
+
+/*
+ * Opens CPU ci's event for every task (pid -1) and enables it once it is
+ * in its ring: 0 or -1.
+ */
+int sp_rec_open_cpu(struct sp_capture *r, int ci)
+{
+	struct perf_event_attr a;
+	long fd;
+	for (;;) {
+		fill_attr(r, &a, false);
+		fd = perf_event_open(&a, -1, r->cpus[ci]);
+		if (fd >= 0)
+			break;
+		int e = errno;
+		if (e == EINVAL && r->use_build_id) {
+			r->use_build_id = false;
+			continue;
+		}
+		if (e == EINVAL && r->use_format_lost) {
+			r->use_format_lost = false;
+			continue;
+		}
+		if (e == EACCES || e == EPERM) {
+			sp_error_set(&r->err, SP_ERR_PERMISSION,
+				     "cannot record every task on CPU %d: %s (kernel.perf_event_paranoid "
+				     "is %d; system-wide recording needs 0 or below, or CAP_PERFMON): "
+				     "run as root, 'sysctl kernel.perf_event_paranoid=0', or "
+				     "'setcap cap_perfmon+ep sp-capture'", r->cpus[ci], strerror(e),
+				     sp_perf_paranoid());
+			r->err.errnum = e;
+			return -1;
+		}
+		if (e == EMFILE)
+			return sp_error_set(&r->err, SP_ERR_LIMIT, "too many open files opening "
+					    "events for CPU %d (raise the limit with ulimit -n)",
+					    r->cpus[ci]);
+		errno = e;
+		return sp_error_errno(&r->err, "cannot open a perf event on CPU %d", r->cpus[ci]);
+	}
+	if (sp_rec_ring_attach(r, (int)fd, ci) < 0 || add_event(r, (int)fd, -1, -1, r->cpus[ci]) < 0) {
+		close((int)fd);
+		return -1;
+	}
+	ioctl((int)fd, PERF_EVENT_IOC_ENABLE, 0);
+	return 0;
 }
 
 /*

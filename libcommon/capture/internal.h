@@ -19,6 +19,8 @@
  *                (summary)
  *   vdso.c       the vDSO's image, read from the process, for the stream
  *   jitdump.c    jitdump files the processes announce, read as they grow
+ *   system.c     system-wide recording (-a): one event per CPU for every
+ *                task, and every process in /proc synthesized
  *
  * Invariants:
  * - Every record but the header and the summary goes through the queue,
@@ -224,6 +226,8 @@ bool sp_rec_tid_note(struct sp_capture *r, pid_t tid);
 int sp_rec_open_thread(struct sp_capture *r, pid_t pid, pid_t tid, bool on_exec);
 /* The same for every thread of pid without events: 0, 1 when pid has gone, or -1. */
 int sp_rec_open_threads(struct sp_capture *r, pid_t pid, uint64_t time, bool synth);
+/* Opens CPU ci's event for every task, enabled at once: 0 or -1. */
+int sp_rec_open_cpu(struct sp_capture *r, int ci);
 void sp_rec_enable_events(struct sp_capture *r, size_t from);
 void sp_rec_disable_events(struct sp_capture *r);
 /* Closes events[from..], unmapping the rings they own. */

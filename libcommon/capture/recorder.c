@@ -82,6 +82,18 @@ struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
 	sp_buf_init(&r->qbuf);
 	sp_hashmap_init(&r->bids, sp_rec_bid_cmp);
 	r->ncpus = sp_online_cpus(r->cpus, SP_REC_MAX_CPUS);
+	if (o->ncpu_list > 0) {
+		/* -C: the online CPUs of the list, in the order they are online. */
+		int n = 0;
+		for (int i = 0; i < r->ncpus; i++)
+			for (int j = 0; j < o->ncpu_list; j++)
+				if (o->cpu_list[j] == r->cpus[i]) {
+					r->cpus[n++] = r->cpus[i];
+					break;
+				}
+		r->ncpus = n;
+	}
+	r->o.cpu_list = NULL;	/* not kept: the chosen CPUs are r->cpus */
 	for (int i = 0; i < SP_REC_MAX_CPUS; i++)
 		r->rings[i].fd = -1;
 	r->kernel_enabled = o->kernel;
@@ -184,7 +196,13 @@ static void pack_options(struct sp_capture *r, struct sp_mapw *h)
 	sp_mapw_u64(&m, "duration_ms", (uint64_t)(r->o.duration_s * 1000 + 0.5));
 	sp_mapw_u64(&m, "poll_ms", (uint64_t)r->o.poll_ms);
 	sp_mapw_u64(&m, "mmap_pages", r->ring_pages);
-	if (!r->command) {
+	if (r->o.system_wide) {
+		sp_mapw_bool(&m, "all_cpus", true);
+		msgpack_packer *pk = sp_mapw_key(&m, "cpu");
+		msgpack_pack_array(pk, (size_t)r->ncpus);
+		for (int i = 0; i < r->ncpus; i++)
+			msgpack_pack_uint64(pk, (uint64_t)r->cpus[i]);
+	} else if (!r->command) {
 		msgpack_packer *pk = sp_mapw_key(&m, "pids");
 		msgpack_pack_array(pk, r->ntargets);
 		for (size_t i = 0; i < r->ntargets; i++)
@@ -282,7 +300,7 @@ int sp_capture_poll(struct sp_capture *r, int timeout_ms)
 			t->alive = false;
 		alive += t->alive;
 	}
-	return alive > 0;
+	return alive > 0 || r->o.system_wide;
 }
 
 /* Whether /proc/kallsyms shows real addresses to this process. */

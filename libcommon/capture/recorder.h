@@ -33,6 +33,14 @@ struct sp_capture_options {
 	bool inherit;			/* follow new threads and children */
 	bool task_clock;		/* sample on task-clock, not cpu-clock */
 	bool stop;			/* SIGSTOP a -p target while attaching (--stop) */
+	/*
+	 * Every task on the CPUs (-a): events with pid -1, one per CPU of
+	 * cpu_list[0..ncpu_list) (read by sp_capture_new() only; 0: every online
+	 * CPU), and no target.
+	 */
+	bool system_wide;
+	const int *cpu_list;
+	int ncpu_list;
 	unsigned mmap_pages;		/* ring pages per CPU; 0: sized for the stack */
 	int poll_ms;
 	bool has_start_timestamp, has_sample_interval;
@@ -101,6 +109,16 @@ int sp_capture_attach_stop(struct sp_capture *r, pid_t pid, bool stop);
 
 /* The same for exactly the threads tids[0..n) of process pid (as perf -t). */
 int sp_capture_attach_threads(struct sp_capture *r, pid_t pid, const pid_t *tids, size_t n);
+
+/*
+ * With opts.system_wide: opens and enables one event per CPU for every
+ * task, then synthesizes the records of every process in /proc (and of
+ * the idle task, pid 0, named "swapper"), stamped before the first
+ * event opened.  Returns 0, or -1 (SP_ERR_PERMISSION when the kernel
+ * refuses CPU-wide events; the message names the setting that allows
+ * them).  No process is a target: polling goes on until told to stop.
+ */
+int sp_capture_attach_system(struct sp_capture *r);
 
 /*
  * Starts argv[0] (searched in PATH) as a child held before exec; events

@@ -87,11 +87,13 @@ void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t
 #undef TAKE
 
 	r->sample_events++;
-	if (pid == 0 || pid == UINT32_MAX) {
+	/* pid 0, tid 0 is a CPU's idle task (swapper): an [idle] sample. */
+	bool idle = pid == 0 && tid == 0;
+	if ((pid == 0 && !idle) || pid == UINT32_MAX) {
 		r->skipped_no_pid++;
 		return;
 	}
-	if (tid == 0 || tid == UINT32_MAX) {
+	if ((tid == 0 && !idle) || tid == UINT32_MAX) {
 		r->skipped_no_tid++;
 		return;
 	}
@@ -101,9 +103,15 @@ void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t
 	}
 	/* Kernel entries only: markers dropped, user entries counted. */
 	uint64_t kframes = kernel_entries(r, ips, nr, false, &r->ignored_user);
-	if (!abi)
+	/*
+	 * Recording every task, a sample without user registers is of a task
+	 * with no user space (the idle task, a kernel thread): kept, even
+	 * with no frame, and no error.
+	 */
+	bool kernel_task = !abi && (idle || r->o.system_wide);
+	if (!abi && !kernel_task)
 		r->errors[SP_E_NO_USER_REGS]++;
-	if (!abi && kframes == 0) {
+	if (!abi && kframes == 0 && !kernel_task) {
 		r->skipped_no_frames++;
 		return;
 	}

@@ -148,7 +148,7 @@ struct q_process {
 	uid_t uid;
 	uint64_t start_time, time;
 	char comm[64];
-	bool have_exe;
+	bool have_exe, kthread;
 	uint32_t nspid;
 	uint64_t mntns;
 	size_t exelen, cmdlen;	/* then the exe and the NUL-separated arguments */
@@ -265,7 +265,7 @@ void sp_rec_synth_process(struct sp_capture *r, pid_t pid, const struct sp_proc_
 	char exe[4096], cmd[8192];
 	struct q_process q = {
 		.pid = pid, .ppid = st->ppid, .uid = st->uid, .start_time = st->start_ns,
-		.time = time,
+		.time = time, .kthread = st->kthread,
 	};
 	snprintf(q.comm, sizeof(q.comm), "%s", st->comm);
 	sp_rec_proc_ns(r, pid, &q.nspid, &q.mntns);
@@ -385,7 +385,7 @@ void sp_rec_write_synth(struct sp_capture *r, enum sp_rec_kind kind, const unsig
 			.start_time = q.start_time, .time = q.time,
 			.exe = q.have_exe ? exe : NULL, .exelen = q.exelen, .comm = q.comm,
 			.cmdline = exe + q.exelen, .cmdlen = q.cmdlen,
-			.nspid = q.nspid, .mntns = q.mntns,
+			.nspid = q.nspid, .mntns = q.mntns, .kernel_thread = q.kthread,
 		};
 		sp_write_process(r->w, &pr);
 	} else {

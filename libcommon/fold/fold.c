@@ -38,6 +38,7 @@ struct sp_fold *sp_fold_new(const struct sp_fold_options *o)
 	fold_tables_init(f);
 	sp_u64map_init(&f->procs);
 	sp_u64map_init(&f->tcomms);
+	sp_u64map_init(&f->kthreads);
 	return f;
 }
 
@@ -60,6 +61,8 @@ static void reset_segment(struct sp_fold *f)
 	}
 	names_release(&f->procs);
 	names_release(&f->tcomms);
+	sp_u64map_release(&f->kthreads, NULL);
+	sp_u64map_init(&f->kthreads);
 	f->names_gen++;
 	f->have_start = false;
 	f->anchor_clock = f->anchor_real = 0;
@@ -339,6 +342,8 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 	char fallback[32];
 	if (!known) {
 		comm = sp_u64map_get(&f->procs, pid);
+		if (!comm && pid == 0)
+			comm = "swapper";	/* the idle task has no /proc entry to name it */
 		if (!comm) {
 			snprintf(fallback, sizeof(fallback), "pid-%llu", (unsigned long long)pid);
 			comm = fallback;
@@ -347,8 +352,14 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 			return 0;
 	}
 	if (stack == UINT64_MAX) {
+		/*
+		 * No frame: the idle task's samples are [idle], a kernel
+		 * thread's (kernel frames not recorded) [kernel].
+		 */
 		uint32_t d;
-		struct sp_fold_frame proto = { .name = "[no frames]", .address_only = true };
+		const char *what = pid == 0 ? "[idle]" :
+				   sp_u64map_get(&f->kthreads, pid) ? "[kernel]" : "[no frames]";
+		struct sp_fold_frame proto = { .name = what, .address_only = true };
 		if (fold_frame(f, &proto, &d) < 0 || fold_stack(f, &d, 1, &k) < 0)
 			return -1;
 	} else if (stack < f->nsymstacks && f->symstacks[stack]) {
@@ -392,6 +403,13 @@ static void take_header(struct sp_fold *f, const msgpack_object *m)
 	}
 }
 
+/* Notes that pid is a kernel thread (its process record says so). */
+static void note_kthread(struct sp_fold *f, uint64_t pid)
+{
+	static char mark;	/* the value of every entry: the map needs one */
+	sp_u64map_put(&f->kthreads, pid, &mark);
+}
+
 /* Process, exec, comm, thread and fork records: who is called what. */
 static void take_names(struct sp_fold *f, const struct sp_record *rec)
 {
@@ -402,7 +420,10 @@ static void take_names(struct sp_fold *f, const struct sp_record *rec)
 	sp_map_u64(m, "pid", &pid);
 	switch (rec->type) {
 	case SP_R_PROCESS:
-	case SP_R_EXEC:
+	case SP_R_EXEC: {
+		bool kthread = false;
+		if (rec->type == SP_R_PROCESS && sp_map_bool(m, "kernel_thread", &kthread) && kthread)
+			note_kthread(f, pid);
 		if (sp_map_str(m, "comm", &s, &n)) {
 			set_name(f, &f->procs, pid, s, n);
 			/* The main thread takes the new program's name too. */
@@ -413,6 +434,7 @@ static void take_names(struct sp_fold *f, const struct sp_record *rec)
 			f->have_start = true;
 		}
 		break;
+	}
 	case SP_R_COMM:
 	case SP_R_THREAD:
 		sp_map_u64(m, "tid", &tid);
@@ -426,6 +448,9 @@ static void take_names(struct sp_fold *f, const struct sp_record *rec)
 		/* A child process starts with its parent's name. */
 		if (sp_map_u64(m, "ppid", &t) && t != pid && (s = sp_u64map_get(&f->procs, t)))
 			set_name(f, &f->procs, pid, s, strlen(s));
+		/* kthreadd's children are kernel threads too. */
+		if (sp_map_u64(m, "ppid", &t) && t != pid && sp_u64map_get(&f->kthreads, t))
+			note_kthread(f, pid);
 		break;
 	default:
 		break;

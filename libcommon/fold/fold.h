@@ -18,7 +18,12 @@
 #include "util/error.h"
 
 enum sp_fold_format { SP_FOLD_FOLDED, SP_FOLD_PPROF, SP_FOLD_SPEEDSCOPE };
-enum sp_fold_root { SP_ROOT_COMM, SP_ROOT_PID, SP_ROOT_TID };
+/*
+ * The root frames of a line: the process name, every pid of a name
+ * merged (the default, --by-process); comm-PID; comm-PID/TID; the process
+ * name then the thread's name, every thread of a name merged (--by-thread).
+ */
+enum sp_fold_root { SP_ROOT_COMM, SP_ROOT_PID, SP_ROOT_TID, SP_ROOT_THREAD };
 
 struct sp_fold_options {
 	enum sp_fold_format format;

@@ -39,6 +39,11 @@ static void root_name(const struct sp_fold *f, const struct fold_thread *t, char
 		snprintf(root, len, "%s-%u", comm, t->pid);
 	else if (f->o.root == SP_ROOT_TID)
 		snprintf(root, len, "%s-%u/%u", comm, t->pid, t->tid);
+	else if (f->o.root == SP_ROOT_THREAD) {
+		char tcomm[256];
+		fold_shown_name(tcomm, sizeof(tcomm), t->thread_comm, strlen(t->thread_comm), "");
+		snprintf(root, len, "%s;%s", comm, tcomm);
+	}
 	else
 		snprintf(root, len, "%s", comm);
 }

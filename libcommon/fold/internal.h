@@ -82,6 +82,7 @@ struct sp_fold {
 	size_t nmods, allocmods;
 	struct sp_u64map procs;		/* pid -> process name (malloc'd) */
 	struct sp_u64map tcomms;	/* tid -> thread name (malloc'd) */
+	struct sp_u64map kthreads;	/* pid -> a marker: the kernel threads */
 	uint64_t names_gen;		/* changes with every name above */
 	uint32_t *scratch;		/* one stack being read, root first */
 	size_t nscratch, allocscratch;

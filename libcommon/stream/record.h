@@ -90,6 +90,7 @@ enum sp_vtype {
 	X(PROCESS, "time", UINT, SP_OPT) \
 	X(PROCESS, "nspid", UINT, SP_OPT) \
 	X(PROCESS, "mntns", UINT, SP_OPT) \
+	X(PROCESS, "kernel_thread", BOOL, SP_OPT) \
 	X(THREAD, "pid", UINT, SP_REQ) \
 	X(THREAD, "tid", UINT, SP_REQ) \
 	X(THREAD, "comm", STR, SP_OPT) \

@@ -177,6 +177,8 @@ void sp_write_process(struct sp_writer *w, const struct sp_process_rec *p)
 		sp_mapw_u64(&m, "nspid", p->nspid);
 	if (p->mntns)
 		sp_mapw_u64(&m, "mntns", p->mntns);
+	if (p->kernel_thread)
+		sp_mapw_bool(&m, "kernel_thread", true);
 	sp_mapw_end(&m);
 }
 

@@ -132,6 +132,7 @@ struct sp_process_rec {
 	size_t cmdlen;
 	uint32_t nspid;			/* 0: not written (our PID namespace) */
 	uint64_t mntns;			/* 0: not written (our mount namespace) */
+	bool kernel_thread;		/* false: not written */
 };
 void sp_write_process(struct sp_writer *w, const struct sp_process_rec *p);
 

@@ -72,6 +72,7 @@ int sp_proc_stat(pid_t pid, struct sp_proc_stat *st)
 		return -1;
 	}
 	st->ppid = (pid_t)v[4 - 3];
+	st->kthread = (v[9 - 3] & 0x00200000u) != 0;
 	long hz = sysconf(_SC_CLK_TCK);
 	st->start_ns = v[22 - 3] * (1000000000ull / (unsigned long long)(hz > 0 ? hz : 100));
 	struct stat sb;

@@ -18,6 +18,7 @@ struct sp_proc_stat {
 	char comm[64];
 	uint64_t start_ns;	/* start time in ns since boot (field 22) */
 	uid_t uid;		/* owner of /proc/PID */
+	bool kthread;		/* a kernel thread (PF_KTHREAD in field 9) */
 };
 
 /* Reads /proc/PID/stat (and the owner of /proc/PID). */
