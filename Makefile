@@ -85,7 +85,8 @@ TOOL_SUPPORT := $(BUILD)/tools/tool.o
 WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 WORKLOAD_CXX := $(wildcard tests/workloads/*.cpp)
 WORKLOADS := $(WORKLOAD_SRC:tests/workloads/%.c=$(BUILD)/workloads/%) \
-	$(WORKLOAD_CXX:tests/workloads/%.cpp=$(BUILD)/workloads/%)
+	$(WORKLOAD_CXX:tests/workloads/%.cpp=$(BUILD)/workloads/%) \
+	$(BUILD)/workloads/deep-fp
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(if $(UNIT_SRC),$(BUILD)/unit/sp-unit)
 # Small drivers the bats tests run against one part of the library.
@@ -225,6 +226,12 @@ $(TEST_DRIVERS): $(BUILD)/tests/%: $(BUILD)/tests/lib/%.o $(call layer_lib,sym) 
 $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/workload.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fomit-frame-pointer -fdebug-prefix-map=$(CURDIR)=. -pthread -o $@ $< -lm
+
+# deep again with frame pointers, leaf functions' too, for --call-graph fp.
+$(BUILD)/workloads/deep-fp: tests/workloads/deep.c tests/workloads/workload.h
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		-fdebug-prefix-map=$(CURDIR)=. -pthread -o $@ $< -lm
 
 $(BUILD)/workloads/%: tests/workloads/%.cpp
 	@mkdir -p $(dir $@)

@@ -76,6 +76,12 @@ static void usage(void)
 	       "      --max-rate            print the kernel's cap on -F and exit\n"
 	       "      --stack-size BYTES    user stack copied per sample (default %u, at most\n"
 	       "                            %u; K suffix for KiB; rounded up to a multiple of 8)\n"
+	       "      --call-graph MODE     how user stacks are recorded: dwarf (the default:\n"
+	       "                            a copy of the stack, unwound later; dwarf,SIZE\n"
+	       "                            sets its size as --stack-size) or fp (the\n"
+	       "                            kernel walks frame pointers: no copy, a tiny\n"
+	       "                            stream, complete only for code built with frame\n"
+	       "                            pointers; there is no auto mode)\n"
 	       "      --kernel              also record kernel callchains\n"
 	       "      --inherit             follow threads and children created later\n"
 	       "                            (the default, but with -t)\n"
@@ -123,6 +129,7 @@ struct cli {
 	bool quiet;
 	bool force;		/* --force: a rate or ring that will not keep up */
 	bool allow_empty;	/* --allow-empty: 0 samples is not an error */
+	bool stack_size_given;	/* --stack-size or --call-graph dwarf,SIZE */
 	int inherit;	/* -1: the default for the mode */
 	bool all_cpus;		/* -a, or -C alone */
 	int *cpus;		/* -C */
@@ -197,6 +204,33 @@ static uint32_t parse_stack_size(const char *arg)
 			       (unsigned long long)v, SP_MAX_STACK_SIZE);
 	/* The kernel wants a multiple of 8: round up (65528 is one). */
 	return (uint32_t)((v + 7) & ~7ull);
+}
+
+/*
+ * --call-graph: "dwarf", "dwarf,SIZE" or "fp".  There is no "auto" (a copy
+ * only when the frame-pointer chain is incomplete): the kernel cannot tell
+ * at sample time whether its walk reached the thread's entry.
+ */
+static void parse_call_graph(struct cli *c, const char *arg)
+{
+	if (strcmp(arg, "fp") == 0) {
+		c->o.call_graph_fp = true;
+		return;
+	}
+	if (strcmp(arg, "dwarf") == 0 || strncmp(arg, "dwarf,", 6) == 0) {
+		c->o.call_graph_fp = false;
+		if (arg[5] == ',') {
+			c->o.stack_size = parse_stack_size(arg + 6);
+			c->stack_size_given = true;
+		}
+		return;
+	}
+	if (strcmp(arg, "auto") == 0)
+		sp_usage_error("--call-graph auto is not offered: the kernel cannot tell at sample "
+			       "time whether its frame-pointer walk reached the thread's entry, so "
+			       "it cannot copy the stack only when the chain is incomplete; give "
+			       "--call-graph fp or dwarf");
+	sp_usage_error("invalid --call-graph '%s': give dwarf, dwarf,SIZE or fp", arg);
 }
 
 static int parse_ms(const char *arg, const char *what)
@@ -311,7 +345,8 @@ static void parse_args(struct cli *c, int argc, char **argv)
 {
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
-	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP, FORCE, ALLOW_EMPTY };
+	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP, FORCE, ALLOW_EMPTY,
+	       CALL_GRAPH };
 	bool stop_given = false;
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -327,6 +362,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		{ "max-rate", no_argument, NULL, MAX_RATE },
 		{ "stack-size", required_argument, NULL, STACK_SIZE },
 		{ "kernel", no_argument, NULL, KERNEL },
+		{ "call-graph", required_argument, NULL, CALL_GRAPH },
 		{ "inherit", no_argument, NULL, INHERIT },
 		{ "no-inherit", no_argument, NULL, NO_INHERIT },
 		{ "descendants", no_argument, NULL, DESCENDANTS },
@@ -377,7 +413,11 @@ static void parse_args(struct cli *c, int argc, char **argv)
 			printf("%llu\n", (unsigned long long)cap);
 			exit(SP_EXIT_OK);
 		}
-		case STACK_SIZE: c->o.stack_size = parse_stack_size(optarg); break;
+		case STACK_SIZE:
+			c->o.stack_size = parse_stack_size(optarg);
+			c->stack_size_given = true;
+			break;
+		case CALL_GRAPH: parse_call_graph(c, optarg); break;
 		case KERNEL: c->o.kernel = true; break;
 		case INHERIT: c->inherit = 1; break;
 		case NO_INHERIT: c->inherit = 0; break;
@@ -453,6 +493,10 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		sp_usage_error("--descendants applies to -p, --name and --pid-file");
 	if (c->o.stop && c->command)
 		sp_usage_error("--stop applies to running processes, not to a command");
+	if (c->o.call_graph_fp && c->stack_size_given)
+		sp_usage_error("--stack-size applies to --call-graph dwarf: with fp no stack is copied");
+	if (c->o.call_graph_fp)
+		c->o.stack_size = 0;
 	/* -t picks threads: the ones they create are not asked for. */
 	c->o.inherit = c->inherit >= 0 ? c->inherit : !c->ntids;
 	c->o.system_wide = c->all_cpus;

@@ -28,7 +28,8 @@
 static void usage(void)
 {
 	printf("Usage: %s [options] [FILE]\n"
-	       "Unwind the stack copies of a raw stackpulse stream by DWARF CFI.\n"
+	       "Unwind the stack copies of a raw stackpulse stream by DWARF CFI, and\n"
+	       "resolve the frame-pointer callchains of sp-capture --call-graph fp.\n"
 	       "FILE is '-' or absent for standard input.\n"
 	       "\n"
 	       "  -o, --output FILE      write the unwound stream to FILE\n"

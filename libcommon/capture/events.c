@@ -42,6 +42,16 @@ static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, boo
 	a->exclude_hv = 1;
 	/* User frames come from the stack copy, never from the callchain. */
 	a->exclude_callchain_user = 1;
+	if (r->o.call_graph_fp) {
+		/* --call-graph fp: the kernel walks the user stack by frame pointers; nothing is copied. */
+		a->sample_type &= ~(uint64_t)(PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER);
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->sample_regs_user = 0;
+		a->sample_stack_user = 0;
+		a->exclude_callchain_user = 0;
+		a->exclude_callchain_kernel = !r->kernel_enabled;
+		a->sample_max_stack = (uint16_t)r->max_stack;
+	}
 	a->mmap = 1;
 	a->mmap2 = 1;
 	a->comm = 1;

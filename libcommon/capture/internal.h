@@ -189,6 +189,7 @@ struct sp_capture {
 	unsigned char *tmp;	/* a record that wraps around the ring's end */
 
 	bool kernel_enabled, kernel_fell_back;
+	uint32_t max_stack;		/* --call-graph fp: the kernel's limit on callchain entries */
 	bool use_build_id, use_format_lost;
 	bool started, finished;
 	uint64_t start_ns, end_ns;

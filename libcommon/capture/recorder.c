@@ -97,6 +97,10 @@ struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
 	for (int i = 0; i < SP_REC_MAX_CPUS; i++)
 		r->rings[i].fd = -1;
 	r->kernel_enabled = o->kernel;
+	/* The kernel's callchain limit, PERF_MAX_STACK_DEPTH by default: a chain that reaches it was cut. */
+	int64_t maxst;
+	r->max_stack = sp_read_i64_file("/proc/sys/kernel/perf_event_max_stack", &maxst) == 0 &&
+		       maxst > 0 && maxst <= UINT16_MAX ? (uint32_t)maxst : 127;
 	r->use_build_id = true;
 	r->use_format_lost = true;
 	r->child = -1;
@@ -188,6 +192,7 @@ static void pack_options(struct sp_capture *r, struct sp_mapw *h)
 	if (r->o.kallsyms_out)
 		sp_mapw_str(&m, "kallsyms_out", r->o.kallsyms_out);
 	sp_mapw_u64(&m, "stack_size", r->o.stack_size);
+	sp_mapw_str(&m, "call_graph", r->o.call_graph_fp ? "fp" : "dwarf");
 	sp_mapw_bool(&m, "kernel", r->o.kernel);
 	sp_mapw_bool(&m, "inherit", r->o.inherit);
 	sp_mapw_bool(&m, "descendants", r->o.descendants);

@@ -30,6 +30,7 @@ struct sp_capture_options {
 	uint64_t frequency;		/* samples per second per thread */
 	uint32_t stack_size;		/* bytes; a multiple of 8 */
 	bool kernel;			/* kernel callchains */
+	bool call_graph_fp;		/* user callchains the kernel walks by frame pointer, no stack copy */
 	bool inherit;			/* follow new threads and children */
 	bool task_clock;		/* sample on task-clock, not cpu-clock */
 	bool stop;			/* SIGSTOP a -p target while attaching (--stop) */

@@ -10,11 +10,11 @@
 #include "capture/internal.h"
 #include "stream/records.h"
 
-/* A sample as the queue keeps it, followed by regs, kernel ips, stack. */
+/* A sample as the queue keeps it, followed by regs, kernel ips, user ips, stack. */
 struct pending_sample {
 	uint32_t pid, tid, cpu;
-	uint64_t time, period, abi, nregs, nk, dyn;
-	bool full, kernel;
+	uint64_t time, period, abi, nregs, nk, nu, dyn;
+	bool full, kernel, fp, ufull;
 };
 
 /*
@@ -43,8 +43,31 @@ static uint64_t kernel_entries(struct sp_capture *r, const unsigned char *ips, u
 }
 
 /*
+ * The user entries of a callchain (--call-graph fp), leaf first: returns
+ * their number, and queues each when queue is set.
+ */
+static uint64_t user_entries(struct sp_capture *r, const unsigned char *ips, uint64_t nr,
+			     bool queue)
+{
+	uint64_t n = 0, ctx = 0;
+	for (uint64_t i = 0; i < nr; i++) {
+		uint64_t ip;
+		memcpy(&ip, ips + i * 8, 8);
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip;
+		} else if (ctx == (uint64_t)PERF_CONTEXT_USER) {
+			n++;
+			if (queue)
+				sp_rec_q_add(r, &ip, 8);
+		}
+	}
+	return n;
+}
+
+/*
  * The fields follow sample_type's bit order: TID, TIME, CPU, PERIOD,
- * CALLCHAIN (with --kernel), REGS_USER, STACK_USER.
+ * CALLCHAIN (with --kernel or --call-graph fp), REGS_USER and STACK_USER
+ * (but with --call-graph fp).
  */
 void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t size)
 {
@@ -60,13 +83,16 @@ void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t
 	TAKE(&cpu, 4);
 	p += 4;
 	TAKE(&period, 8);
-	if (r->kernel_enabled) {
+	bool fp = r->o.call_graph_fp;
+	if (r->kernel_enabled || fp) {
 		TAKE(&nr, 8);
 		if ((size_t)(end - p) / 8 < nr)
 			goto bad;
 		ips = p;
 		p += nr * 8;
 	}
+	if (fp)
+		goto taken;
 	TAKE(&abi, 8);
 	if (abi) {
 		if ((size_t)(end - p) < SP_REC_NREGS * 8)
@@ -84,6 +110,7 @@ void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t
 		if (dyn > ssize)
 			dyn = ssize;
 	}
+taken:
 #undef TAKE
 
 	r->sample_events++;
@@ -101,8 +128,37 @@ void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t
 		r->skipped_no_time++;
 		return;
 	}
-	/* Kernel entries only: markers dropped, user entries counted. */
-	uint64_t kframes = kernel_entries(r, ips, nr, false, &r->ignored_user);
+	/* Kernel entries: markers dropped, user entries counted unless kept. */
+	uint64_t kframes = kernel_entries(r, ips, nr, false, fp ? NULL : &r->ignored_user);
+	if (fp) {
+		uint64_t nu = user_entries(r, ips, nr, false);
+		/* The kernel's walk stops at its limit, markers not counted. */
+		bool ufull = nu > 0 && kframes + nu >= r->max_stack;
+		/* Recording every task, no user frame may mean no user space. */
+		bool kernel_task = !nu && (idle || r->o.system_wide);
+		if (!nu && !kernel_task)
+			r->errors[SP_E_NO_USER_REGS]++;
+		if (!nu && !kframes && !kernel_task) {
+			r->skipped_no_frames++;
+			return;
+		}
+		if (ufull)
+			r->truncated++;
+		struct pending_sample ps = {
+			.pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = period,
+			.nk = kframes, .nu = nu, .kernel = r->kernel_enabled, .fp = true,
+			.ufull = ufull,
+		};
+		size_t s = sp_rec_q_begin(r);
+		sp_rec_q_add(r, &ps, sizeof(ps));
+		kernel_entries(r, ips, nr, true, NULL);
+		user_entries(r, ips, nr, true);
+		if (sp_rec_q_end(r, SP_REC_SAMPLE, time, s) == 0)
+			r->q[r->nq - 1].sample_pid = (pid_t)pid;
+		r->samples++;
+		sp_rec_tid_note(r, (pid_t)tid);
+		return;
+	}
 	/*
 	 * Recording every task, a sample without user registers is of a task
 	 * with no user space (the idle task, a kernel thread): kept, even
@@ -151,7 +207,8 @@ void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p)
 	memcpy(&ps, p, sizeof(ps));
 	const unsigned char *regs = p + sizeof(ps);
 	const unsigned char *kips = regs + ps.nregs * 8;
-	const unsigned char *stack = kips + ps.nk * 8;
+	const unsigned char *uips = kips + ps.nk * 8;
+	const unsigned char *stack = uips + ps.nu * 8;
 	size_t shared = 0;
 	/* The kernel copies a stack only with the registers (perf_sample_ustack_size). */
 	if (ps.dyn > 0 && ps.nregs > SP_REC_SP_INDEX) {
@@ -164,6 +221,7 @@ void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p)
 		.period = ps.period, .abi = ps.abi, .regs = regs, .nregs = ps.nregs,
 		.ustack = stack, .ustack_len = ps.dyn - shared, .shared = shared,
 		.full = ps.full, .kips = ps.kernel ? kips : NULL, .nk = ps.nk,
+		.uips = ps.fp ? uips : NULL, .nu = ps.nu, .ufull = ps.ufull,
 	};
 	sp_write_raw_sample(r->w, &s);
 }

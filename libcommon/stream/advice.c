@@ -114,7 +114,8 @@ const char *sp_end_remedy(enum sp_unwind_end e, const char *archive, bool full)
 	static struct sp_finding f;
 	switch (e) {
 	case SP_END_TRUNCATED:
-		return "raise sp-capture --stack-size (up to 65528)";
+		return "raise sp-capture --stack-size (up to 65528); with --call-graph fp, "
+		       "kernel.perf_event_max_stack";
 	case SP_END_MISSING_MODULE:
 		sp_finding_missing_modules(&f, 0, 0, archive);
 		return f.fix;
@@ -126,7 +127,10 @@ const char *sp_end_remedy(enum sp_unwind_end e, const char *archive, bool full)
 		       "(-fno-omit-frame-pointer)";
 	case SP_END_BAD_FP:
 		return "build the code without unwind tables with frame pointers "
-		       "(-fno-omit-frame-pointer), or give it unwind tables (-fasynchronous-unwind-tables)";
+		       "(-fno-omit-frame-pointer), or give it unwind tables (-fasynchronous-unwind-tables); "
+		       "a recording made with sp-capture --call-graph fp needs frame pointers in every "
+		       "library on the stack, the C library's start-up code too: record with "
+		       "--call-graph dwarf";
 	case SP_END_JIT_NO_MAP:
 		return "have the JIT keep frame pointers in its code and describe the code in a perf map "
 		       "(/tmp/perf-PID.map) or a jitdump (jit-PID.dump)";

@@ -154,6 +154,8 @@ enum sp_vtype {
 	X(SAMPLE, "ustack_shared", UINT, SP_OPT) \
 	X(SAMPLE, "ustack_full", BOOL, SP_OPT) \
 	X(SAMPLE, "kstack", ARRAY, SP_OPT) \
+	X(SAMPLE, "uchain", ARRAY, SP_OPT) \
+	X(SAMPLE, "uchain_full", BOOL, SP_OPT) \
 	X(SAMPLE, "stack", UINT, SP_OPT) \
 	X(LOST, "lost", UINT, SP_REQ) \
 	X(LOST, "kind", STR, SP_OPT) \

@@ -216,14 +216,21 @@ void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s)
 	sp_mapw_u64(&m, "time", s->time);
 	sp_mapw_u64(&m, "cpu", s->cpu);
 	sp_mapw_u64(&m, "period", s->period);
-	sp_mapw_u64(&m, "abi", s->abi);
-	pack_u64s(sp_mapw_key(&m, "regs"), s->regs, s->nregs);
-	sp_mapw_bin(&m, "ustack", s->ustack, s->ustack_len);
-	if (s->shared > 0)
-		sp_mapw_u64(&m, "ustack_shared", s->shared);
-	sp_mapw_bool(&m, "ustack_full", s->full);
+	if (!s->uips) {
+		sp_mapw_u64(&m, "abi", s->abi);
+		pack_u64s(sp_mapw_key(&m, "regs"), s->regs, s->nregs);
+		sp_mapw_bin(&m, "ustack", s->ustack, s->ustack_len);
+		if (s->shared > 0)
+			sp_mapw_u64(&m, "ustack_shared", s->shared);
+		sp_mapw_bool(&m, "ustack_full", s->full);
+	}
 	if (s->kips && s->nk > 0)
 		pack_u64s(sp_mapw_key(&m, "kstack"), s->kips, s->nk);
+	if (s->uips && s->nu > 0) {
+		pack_u64s(sp_mapw_key(&m, "uchain"), s->uips, s->nu);
+		if (s->ufull)
+			sp_mapw_bool(&m, "uchain_full", true);
+	}
 	sp_mapw_end(&m);
 }
 

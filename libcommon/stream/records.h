@@ -161,6 +161,13 @@ struct sp_raw_sample_rec {
 	bool full;
 	const unsigned char *kips;	/* NULL or nk 0: no kstack written */
 	size_t nk;
+	/*
+	 * --call-graph fp: the user callchain, nu entries (uchain); regs,
+	 * ustack and its keys are then not written.  NULL: a stack copy.
+	 */
+	const unsigned char *uips;
+	size_t nu;
+	bool ufull;
 };
 void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s);
 

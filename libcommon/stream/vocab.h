@@ -74,7 +74,7 @@ const char *sp_stage_name(enum sp_stage s);
 /* Why a stack ends: 0 for a complete stack, else the marker's code. */
 #define SP_UNWIND_ENDS(X) \
 	X(COMPLETE, 0, "complete", "the stack reached the thread's entry") \
-	X(TRUNCATED, 1, "truncated", "the unwinder ran out of stack copy: the copy filled its window and the stack goes on beyond it") \
+	X(TRUNCATED, 1, "truncated", "the unwinder ran out of stack copy: the copy filled its window (with --call-graph fp, the kernel's walk reached its limit) and the stack goes on beyond it") \
 	X(NO_CFI, 2, "no_cfi", "no unwind information for the address, and the frame-pointer walk failed") \
 	X(MISSING_MODULE, 3, "missing_module", "the module's file was not found") \
 	X(BUILD_ID_MISMATCH, 4, "build_id_mismatch", "the module file found has another build-id; it was not used") \
@@ -84,7 +84,7 @@ const char *sp_stage_name(enum sp_stage s);
 	X(OUTSIDE_COPY, 8, "outside_copy", "a read fell outside the stack copy, which did not fill its window") \
 	X(CYCLE, 9, "cycle", "the stack pointer did not move up: the walk would loop") \
 	X(NO_MAPPING, 10, "no_mapping", "the address lies in no mapping the stream describes") \
-	X(BAD_FP, 11, "bad_fp", "in code without CFI, the frame record at the frame pointer leads nowhere: the code keeps no frame pointers") \
+	X(BAD_FP, 11, "bad_fp", "in code without CFI, or in the kernel's walk of --call-graph fp, the frame pointers stop short of the thread's entry: the code keeps no frame pointers") \
 	X(JIT_NO_MAP, 12, "jit_no_map", "the walk stopped in JIT code that neither a frame record nor a jitdump's unwinding information could step over")
 
 enum sp_unwind_end {

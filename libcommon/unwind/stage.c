@@ -68,6 +68,7 @@ struct sp_unwind_stage {
 
 	struct sp_uframe *uframes;
 	struct sp_stack_frame *frames;
+	uint64_t *chain;		/* a sample's uchain, max_depth + 1 entries */
 
 	/* Counters for the unwind record. */
 	uint64_t samples, user_samples, frames_out, bad_copies;
@@ -110,7 +111,8 @@ struct sp_unwind_stage *sp_unwind_stage_new(const struct sp_unwind_stage_options
 	s->u = sp_unwinder_new(&s->uo);
 	s->uframes = malloc((s->uo.max_depth + 1) * sizeof(*s->uframes));
 	s->frames = malloc((s->uo.max_depth + MAX_KERNEL_FRAMES + 2) * sizeof(*s->frames));
-	if (!s->as || !s->u || !s->uframes || !s->frames) {
+	s->chain = malloc((s->uo.max_depth + 1) * sizeof(*s->chain));
+	if (!s->as || !s->u || !s->uframes || !s->frames || !s->chain) {
 		sp_unwind_stage_free(s);
 		return NULL;
 	}
@@ -131,6 +133,7 @@ void sp_unwind_stage_free(struct sp_unwind_stage *s)
 	sp_hashmap_release(&s->stacks, free_stack);
 	free(s->uframes);
 	free(s->frames);
+	free(s->chain);
 	free(s);
 }
 
@@ -201,7 +204,8 @@ static uint64_t intern(struct sp_unwind_stage *s, const struct sp_stack_frame *f
 static bool raw_key(const msgpack_object *k)
 {
 	static const char *const keys[] = { "t", "pid", "tid", "time", "cpu", "period",
-		"abi", "regs", "ustack", "ustack_shared", "ustack_full", "kstack", "stack" };
+		"abi", "regs", "ustack", "ustack_shared", "ustack_full", "kstack", "uchain",
+		"uchain_full", "stack" };
 	for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
 		if (sp_obj_str_eq(k, keys[i]))
 			return true;
@@ -226,18 +230,34 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const msgpack_object *m, 
 	}
 	sp_map_u64(m, "abi", &abi);
 	const msgpack_object_array *regs = sp_map_array(m, "regs");
-	if (!abi || !regs || regs->size < s->regs.need)
+	const msgpack_object_array *uc = sp_map_array(m, "uchain");
+	bool stack_copy = abi && regs && regs->size >= s->regs.need;
+	if (!stack_copy && !(uc && uc->size))
 		return n;
 	uint64_t r[256];
-	size_t nr = regs->size < 256 ? regs->size : 256;
+	size_t nr = 0, nu = 0;
+	enum sp_unwind_end end;
+	if (!stack_copy) {
+		/* The kernel's frame-pointer chain (--call-graph fp), at most max_depth + 1 read. */
+		bool ufull = false;
+		sp_map_bool(m, "uchain_full", &ufull);
+		nr = uc->size < (size_t)max_depth + 1 ? uc->size : (size_t)max_depth + 1;
+		for (size_t i = 0; i < nr; i++)
+			s->chain[i] = uc->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
+				      uc->ptr[i].via.u64 : 0;
+		end = sp_unwind_chain(s->u, s->as, (uint32_t)pid, s->chain, nr, ufull,
+				      s->uframes, max_depth, &nu);
+		goto frames;
+	}
+	nr = regs->size < 256 ? regs->size : 256;
 	for (size_t i = 0; i < nr; i++)
 		r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? regs->ptr[i].via.u64 : 0;
-	size_t nu = 0;
-	enum sp_unwind_end end = s->lu ?
+	end = s->lu ?
 		s->engine->unwind(s->lu, s->as, (uint32_t)pid, r, nr, copy, len, full,
 			   s->uframes, max_depth, &nu) :
 		sp_unwind(s->u, s->as, (uint32_t)pid, r, nr, copy, len, full,
 			  s->uframes, max_depth, &nu);
+frames:
 	s->user_samples++;
 	s->ends[end]++;
 	/* The walk stopped before the copy's end, which may be too short as well. */

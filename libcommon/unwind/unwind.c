@@ -509,3 +509,60 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 		next = t;
 	}
 }
+
+/*
+ * Whether the frame at rel (already adjusted for a return address) is the
+ * thread's outermost: its CFI leaves the return address undefined (_start,
+ * clone3's child), it lies just after its module's entry point, or Go's
+ * tracebacks end there.
+ */
+static bool outermost_frame(struct sp_unwinder *u, struct modstate *ms, uint64_t rel)
+{
+	const struct rule *r = sp_unwind_rule(u, ms, rel);
+	if (r && !r->none && r->kind[u->arch->ra] == R_UNDEF)
+		return true;
+	if ((!r || r->none) && at_entry(ms, rel))
+		return true;
+	return (go_frame(ms, rel) & GO_TOP) != 0;
+}
+
+enum sp_unwind_end sp_unwind_chain(struct sp_unwinder *u, struct sp_addrspaces *a,
+				   uint32_t pid, const uint64_t *ips, size_t nips, bool full,
+				   struct sp_uframe *out, size_t max, size_t *n)
+{
+	*n = 0;
+	if (max > u->o.max_depth)
+		max = u->o.max_depth;
+	const struct sp_mapping *m = NULL;
+	struct modstate *ms = NULL;
+	int rc = SP_END_BAD_FP;
+	for (size_t i = 0; i < nips; i++) {
+		uint64_t pc = ips[i] & u->arch->ra_mask;
+		if (*n >= max)
+			return SP_END_MAX_DEPTH;
+		struct sp_uframe f;
+		/* A nonzero length: no stack copy is needed to resolve a frame. */
+		rc = sp_unwind_frame_begin(u, a, pid, pc, i > 0, 1, &f, &m, &ms);
+		/*
+		 * A return address in no mapping came from a register that
+		 * was no frame pointer: the walk went astray before it.
+		 */
+		if (rc == SP_END_NO_MAPPING && i > 0)
+			return SP_END_BAD_FP;
+		out[(*n)++] = f;
+		if (rc == SP_END_NO_MAPPING)
+			return SP_END_NO_MAPPING;
+	}
+	if (*n == 0)
+		return SP_END_NO_USER_STACK;
+	if (full)
+		return SP_END_TRUNCATED;
+	/* The module of the last frame decides; a missing one cannot tell. */
+	if (rc)
+		return (enum sp_unwind_end)rc;
+	const struct sp_uframe *last = &out[*n - 1];
+	uint64_t rel = last->rel - (last->flags & SP_FRAME_RETADDR ? 1 : 0);
+	if (!ms)
+		return SP_END_JIT_NO_MAP;
+	return outermost_frame(u, ms, rel) ? SP_END_COMPLETE : SP_END_BAD_FP;
+}

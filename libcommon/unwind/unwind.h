@@ -80,6 +80,20 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			     struct sp_uframe *out, size_t max, size_t *n);
 
 /*
+ * Resolves a user callchain the kernel walked by frame pointers
+ * (--call-graph fp): ips[0..nips), leaf first, the interrupted
+ * instruction then return addresses, each to a frame as sp_unwind() makes
+ * them.  full says the kernel stopped at its limit.  Stores at most max
+ * frames in out and their number in *n, and returns why the stack ends:
+ * complete when the last frame is the thread's outermost (by its module's
+ * CFI or entry point), bad_fp when the chain stopped short of it or
+ * left the mappings (that frame is dropped), truncated when full.
+ */
+enum sp_unwind_end sp_unwind_chain(struct sp_unwinder *u, struct sp_addrspaces *a,
+				   uint32_t pid, const uint64_t *ips, size_t nips, bool full,
+				   struct sp_uframe *out, size_t max, size_t *n);
+
+/*
  * The module-relative address of addr in a mapping (the ELF virtual
  * address when the file's program headers are known).
  */

@@ -549,6 +549,35 @@ SP_TEST(unwind_own_stack_then_from_the_rule_cache)
 	/* Too few registers. */
 	e2 = sp_unwind(u, a, pid, s->regs, 16, s->stack, s->len, false, f2, 256, &n2);
 	SP_CHECK(e2 == SP_END_BAD_CFA && n2 == 0);
+
+	/*
+	 * The same addresses as a frame-pointer chain (--call-graph fp): the
+	 * same frames, complete since the last is _start's.
+	 */
+	uint64_t chain[256];
+	for (size_t i = 0; i < n1; i++)
+		chain[i] = f1[i].addr;
+	e2 = sp_unwind_chain(u, a, pid, chain, n1, false, f2, 256, &n2);
+	SP_CHECK(e2 == SP_END_COMPLETE && n2 == n1);
+	for (size_t i = 0; i < n1 && i < n2; i++)
+		SP_CHECK(f1[i].addr == f2[i].addr && f1[i].obj == f2[i].obj &&
+			 f1[i].rel == f2[i].rel && f1[i].flags == f2[i].flags);
+	/* Stopped short of the entry, cut at the kernel's limit, or at ours. */
+	e2 = sp_unwind_chain(u, a, pid, chain, 3, false, f2, 256, &n2);
+	SP_CHECK(e2 == SP_END_BAD_FP && n2 == 3);
+	e2 = sp_unwind_chain(u, a, pid, chain, 3, true, f2, 256, &n2);
+	SP_CHECK(e2 == SP_END_TRUNCATED && n2 == 3);
+	e2 = sp_unwind_chain(u, a, pid, chain, n1, false, f2, 2, &n2);
+	SP_CHECK(e2 == SP_END_MAX_DEPTH && n2 == 2);
+	/* A return address in no mapping: the walk went astray, it is dropped. */
+	chain[2] = 8;
+	e2 = sp_unwind_chain(u, a, pid, chain, n1, false, f2, 256, &n2);
+	SP_CHECK(e2 == SP_END_BAD_FP && n2 == 2);
+	/* The interrupted instruction in no mapping is kept. */
+	e2 = sp_unwind_chain(u, a, pid, chain + 2, 1, false, f2, 256, &n2);
+	SP_CHECK(e2 == SP_END_NO_MAPPING && n2 == 1 && f2[0].obj == NULL && f2[0].rel == 8);
+	e2 = sp_unwind_chain(u, a, pid, chain, 0, false, f2, 256, &n2);
+	SP_CHECK(e2 == SP_END_NO_USER_STACK && n2 == 0);
 out:
 	free(s);
 	sp_unwinder_free(u);
