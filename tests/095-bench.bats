@@ -34,7 +34,8 @@ bench_workloads() {
 		   "8  runtimes" "8a C: spin" "8b C in a SIGPROF handler" "8c Node" \
 		   "8d Java" "8e CPython" "8f Go" "9  attaching" "9a 50 processes" \
 		   "9b one process of 500 threads" "10 stripped binaries" "10a Go" \
-		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust"; do
+		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
+		   "12 system-wide"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -52,6 +53,7 @@ bench_workloads() {
 	grep -A 3 '^8b C in a SIGPROF' <<< "$out" | grep -qE '^   complete stacks, --engine=libunwind +[0-9.]+%'
 	check_attach_rows "$out"
 	check_stripped_rows "$out"
+	check_system_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
 	run -0 comm -13 <(echo "$before") <(bench_maps)
 	[ -z "$output" ]
@@ -73,6 +75,28 @@ check_stripped_rows() {
 		grep -qE '^   complete stacks; perf: -g +[0-9.]+% +[0-9.]+% '
 	grep -A 6 '^10b C: spin' <<< "$1" |
 		grep -qE '^   frames with a function; perf: dwarf +[0-9.]+% +[0-9.]+% '
+}
+
+# check_system_rows OUTPUT: figure 12 has, when the build's sp-capture
+# has -a, its lost samples, bytes per sample and recorder's CPU time with
+# figures of ours and perf's (or "perf unavailable"); when it has not,
+# those three rows say why.
+check_system_rows() {
+	local -
+	set -o pipefail
+	local rows help
+	help=$("${SP_BUILD%/san}/bin/sp-capture" --help)
+	if grep -qE '^ +-a, ' <<< "$help"; then
+		# A figure, then its [min, max] when there were rounds.
+		local r='( \[[^]]*\])?'
+		grep -qE "^   lost samples +[0-9]+$r +([0-9]+|perf unavailable)" <<< "$1"
+		grep -qE "^   bytes per sample +[1-9][0-9]*$r +([1-9][0-9]*|perf unavailable)" <<< "$1"
+		grep -qE "^   recorder's user\+sys +[0-9.]+s$r +([0-9.]+s|perf unavailable)" <<< "$1"
+		grep -qE "^   samples per run +[1-9][0-9]*$r +" <<< "$1"
+	else
+		rows=$(grep -cE "^   (lost samples|bytes per sample|recorder's user\+sys) +- +- .*not measured: sp-capture has no -a\$" <<< "$1")
+		[ "$rows" -eq 3 ]
+	fi
 }
 
 # check_attach_rows OUTPUT: figure 9 has, for each of its two workloads,
@@ -113,6 +137,22 @@ check_attach_rows() {
 	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 )' <<< "$output"
 	# Every workload the figure started was killed.
 	run -1 bench_workloads
+}
+
+# bench_idle: the pids of the idle processes of figure 12 that are
+# running, sleep under the name only the benchmark gives.
+bench_idle() {
+	pgrep -f -- '^sp-bench-idle 600$'
+}
+
+@test "scripts/bench --only system: figure 12 alone, its idle processes gone after" {
+	run -0 env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only system
+	echo "$output"
+	[[ "$output" == *"12 system-wide"* ]]
+	check_system_rows "$output"
+	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 |9 |10 |11 )' <<< "$output"
+	# Every process the figure started was killed.
+	run -1 bench_idle
 }
 
 @test "scripts/bench --only attach: interrupted, it kills the workloads it started" {
