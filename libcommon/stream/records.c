@@ -222,6 +222,8 @@ void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s)
 	sp_mapw_bool(&m, "ustack_full", s->full);
 	if (s->kips && s->nk > 0)
 		pack_u64s(sp_mapw_key(&m, "kstack"), s->kips, s->nk);
+	if (s->event)
+		sp_mapw_u64(&m, "event", s->event);
 	sp_mapw_end(&m);
 }
 

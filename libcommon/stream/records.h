@@ -160,6 +160,7 @@ struct sp_raw_sample_rec {
 	bool full;
 	const unsigned char *kips;	/* NULL or nk 0: no kstack written */
 	size_t nk;
+	uint32_t event;			/* index in the header's events; 0: not written */
 };
 void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s);
 
