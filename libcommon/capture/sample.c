@@ -14,6 +14,7 @@
 struct pending_sample {
 	uint32_t pid, tid, cpu;
 	uint64_t time, period, abi, nregs, nk, dyn;
+	uint32_t event;
 	bool full, kernel;
 };
 
@@ -43,23 +44,33 @@ static uint64_t kernel_entries(struct sp_capture *r, const unsigned char *ips, u
 }
 
 /*
- * The fields follow sample_type's bit order: TID, TIME, CPU, PERIOD,
+ * The fields follow sample_type's bit order: IDENTIFIER (with several
+ * events), TID, TIME, CPU, PERIOD (unless the event's period is fixed),
  * CALLCHAIN (with --kernel), REGS_USER, STACK_USER.
  */
 void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t size)
 {
 	const unsigned char *p = rec + sizeof(struct perf_event_header), *end = rec + size;
 	uint32_t pid, tid, cpu;
-	uint64_t time, period, nr = 0, abi = 0, ssize = 0, dyn = 0;
+	uint64_t time, period, nr = 0, abi = 0, ssize = 0, dyn = 0, id = 0;
 	const unsigned char *ips = NULL, *regs = NULL, *stack = NULL;
+	uint32_t event = 0;
 
 #define TAKE(dst, n) do { if ((size_t)(end - p) < (n)) goto bad; memcpy((dst), p, (n)); p += (n); } while (0)
+	if (r->nev > 1) {
+		TAKE(&id, 8);
+		uintptr_t ev = (uintptr_t)sp_u64map_get(&r->ids, id);
+		if (!ev)
+			goto bad;
+		event = (uint32_t)(ev - 1);
+	}
 	TAKE(&pid, 4);
 	TAKE(&tid, 4);
 	TAKE(&time, 8);
 	TAKE(&cpu, 4);
 	p += 4;
-	TAKE(&period, 8);
+	if (!(period = sp_rec_fixed_period(r, (int)event)))
+		TAKE(&period, 8);
 	if (r->kernel_enabled) {
 		TAKE(&nr, 8);
 		if ((size_t)(end - p) / 8 < nr)
@@ -118,7 +129,7 @@ void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t
 	struct pending_sample ps = {
 		.pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = period,
 		.abi = abi, .nregs = abi ? SP_REC_NREGS : 0, .nk = kframes, .dyn = dyn,
-		.full = full, .kernel = r->kernel_enabled,
+		.full = full, .kernel = r->kernel_enabled, .event = event,
 	};
 	size_t s = sp_rec_q_begin(r);
 	sp_rec_q_add(r, &ps, sizeof(ps));
@@ -156,6 +167,7 @@ void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p)
 		.period = ps.period, .abi = ps.abi, .regs = regs, .nregs = ps.nregs,
 		.ustack = stack, .ustack_len = ps.dyn - shared, .shared = shared,
 		.full = ps.full, .kips = ps.kernel ? kips : NULL, .nk = ps.nk,
+		.event = ps.event,
 	};
 	sp_write_raw_sample(r->w, &s);
 }
