@@ -177,6 +177,14 @@ print(sum(1 for l in sys.stdin if want is None or json.loads(l).get("event", 0) 
 
 	run -3 sp-fold --event cycles "$T/m.sym"
 	[[ "$output" == *"no event 'cycles'"* && "$output" == *"cpu-clock, page-faults"* ]]
+	# sp-top picks as sp-fold does.
+	run -0 --separate-stderr sp-top --once --event page-faults "$T/m.sym"
+	[[ "${lines[0]}" == *"whole input: $faults samples"* ]]
+	run -0 --separate-stderr sp-top --once "$T/m.sym"
+	[[ "${lines[0]}" == *"whole input: $clock samples"* ]]
+	[ "$(grep -c 'page-faults' <<< "$stderr")" -eq 1 ]
+	run -3 sp-top --once --event cycles "$T/m.sym"
+	[[ "$output" == *"no event 'cycles'"* && "$output" == *"cpu-clock, page-faults"* ]]
 
 	# sp-stat: the events and the samples of each.
 	run -0 sp-stat "$T/m.sym"
