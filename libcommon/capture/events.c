@@ -1,6 +1,6 @@
 /*
- * Perf events (internal.h): one software CPU-clock (or task-clock)
- * event per (thread, CPU), because the kernel refuses mmap() of an
+ * Perf events (internal.h): one event per (thread, CPU) for each event
+ * of -e (cpu-clock by default), because the kernel refuses mmap() of an
  * inherited per-task event with cpu == -1.  Each event is redirected into its CPU's ring (ring.c).
  */
 #include <errno.h>

@@ -2,8 +2,10 @@
  * The recorder's internals, shared by the files of the capture layer and
  * by nothing else (the public surface is capture/recorder.h).
  *
- *   events.c     perf events: attributes, one event per (thread, CPU),
- *                permission hints, enabling, closing, lost counts
+ *   events.c     perf events: attributes, one event per (thread, CPU,
+ *                event of -e), permission hints, enabling, closing, lost
+ *                counts
+ *   evname.c     event names (-e) turned into a type and config
  *   ring.c       ring buffers: sizing, mapping, draining, and converting
  *                each kernel record into a record in the queue
  *   sample.c     samples: checked and queued as they came, written with
