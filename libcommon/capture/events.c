@@ -184,12 +184,12 @@ int sp_rec_open_thread(struct sp_capture *r, pid_t pid, pid_t tid, bool on_exec)
 			}
 			if ((e == EACCES || e == EPERM) && r->ev[ev].in_kernel)
 				return sp_error_set(&r->err, SP_ERR_PERMISSION, "cannot open the "
-						    "tracepoint '%s' for thread %d: %s "
-						    "(perf_event_paranoid is %d); run as root, or "
-						    "lower kernel.perf_event_paranoid to -1, which "
-						    "tracepoints need for unprivileged users",
-						    r->ev[ev].name, (int)tid, strerror(e),
-						    sp_perf_paranoid());
+						    "event '%s' for thread %d: %s (it fires in "
+						    "kernel code, which perf_event_paranoid %d "
+						    "keeps from unprivileged users); run as root, "
+						    "or lower kernel.perf_event_paranoid to 1, or "
+						    "to -1 for every event", r->ev[ev].name,
+						    (int)tid, strerror(e), sp_perf_paranoid());
 			if (e == EACCES || e == EPERM)
 				return permission_hint(r, tid, e);
 			if (e == EMFILE)

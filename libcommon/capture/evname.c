@@ -66,6 +66,15 @@ static bool tp_word(const char *s, size_t n)
 	return true;
 }
 
+/* tracefs is root's unless mounted otherwise. */
+static int no_access(struct sp_error *err, const char *name, const char *path, int e)
+{
+	return sp_error_set(err, SP_ERR_PERMISSION, "cannot read the id of tracepoint '%s' "
+			    "from '%s': %s (run as root, or let this user read tracefs and "
+			    "lower kernel.perf_event_paranoid to 1, or to -1 for every event)",
+			    name, path, strerror(e));
+}
+
 static int tracepoint(const char *name, const char *colon, struct sp_event *ev,
 		      struct sp_error *err)
 {
@@ -102,17 +111,16 @@ static int tracepoint(const char *name, const char *colon, struct sp_event *ev,
 			return sp_error_set(err, SP_ERR_NOT_FOUND, "no tracepoint '%s': '%s' does "
 					    "not exist (list the tracepoints with ls %s/%.*s, or "
 					    "perf list tracepoint)", name, path, events, (int)ns, name);
-		return sp_error_set(err, SP_ERR_PERMISSION, "cannot read the id of tracepoint "
-				    "'%s' from '%s': %s (run as root, or lower "
-				    "kernel.perf_event_paranoid to -1, which tracepoints need for "
-				    "unprivileged users)", name, path, strerror(errno));
+		return no_access(err, name, path, errno);
 	}
 	snprintf(path, sizeof(path), "%s/events/%.*s/%s/id", first_dir, (int)ns, name, colon + 1);
+	if (first_errno == EACCES || first_errno == EPERM)
+		return no_access(err, name, path, first_errno);
 	return sp_error_set(err, SP_ERR_UNSUPPORTED, "cannot read the id of tracepoint '%s' "
-			    "from '%s': tracefs is not there (%s): mount it (mount -t tracefs "
-			    "nodev %s) and run as root, or lower kernel.perf_event_paranoid to -1, "
-			    "which tracepoints need for unprivileged users", name, path,
-			    strerror(first_errno), first_dir);
+			    "from '%s': tracefs is not mounted (%s): mount it (mount -t tracefs "
+			    "nodev %s) and run as root; an unprivileged user also needs "
+			    "kernel.perf_event_paranoid lowered to 1, or to -1 for every event",
+			    name, path, strerror(first_errno), first_dir);
 }
 
 int sp_event_parse(const char *name, struct sp_event *ev, struct sp_error *err)

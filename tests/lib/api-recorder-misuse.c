@@ -89,11 +89,13 @@ static void bad_options(struct sp_options *o)
 	       SP_ERR_INVALID);
 	expect("sp_options_set_event(\"cpu-cycles-please\")",
 	       sp_options_set_event(o, "cpu-cycles-please"), SP_ERR_UNSUPPORTED);
+	/* No such tracepoint; or tracefs not mounted; or not this user's to read. */
+	int tp = access("/sys/kernel/tracing/events", X_OK) == 0 ||
+		 access("/sys/kernel/debug/tracing/events", X_OK) == 0 ? SP_ERR_NOT_FOUND :
+		 access("/sys/kernel/tracing/events", F_OK) == 0 ? SP_ERR_PERMISSION :
+		 SP_ERR_UNSUPPORTED;
 	expect("sp_options_set_event(\"sched:no_such_tracepoint_here\")",
-	       sp_options_set_event(o, "sched:no_such_tracepoint_here"),
-	       access("/sys/kernel/tracing/events", X_OK) == 0 ||
-	       access("/sys/kernel/debug/tracing/events", X_OK) == 0 ?
-	       SP_ERR_NOT_FOUND : SP_ERR_UNSUPPORTED);
+	       sp_options_set_event(o, "sched:no_such_tracepoint_here"), tp);
 	/* Every name sp-capture -e takes, aliases too; the last one set stays. */
 	static const char *const names[] = { "task-clock", "page-faults", "faults",
 		"context-switches", "cs", "cpu-migrations", "migrations", "cycles",
