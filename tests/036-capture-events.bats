@@ -204,3 +204,16 @@ print(sum(1 for l in sys.stdin if want is None or json.loads(l).get("event", 0) 
 	[ -z "$stderr" ]
 	[ "$(printf '%s\n' "$output" | awk '{ s += $NF } END { print s + 0 }')" -eq "$(sample_count "$T/c.raw")" ]
 }
+
+@test "an unprivileged user at perf_event_paranoid 2: context switches are refused with the setting to change" {
+	# As tests/024 assumes: kernel.perf_event_paranoid 2 or more, Debian's default.
+	[ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ]
+	d=$(shared_tmpdir)
+	run -2 as_nobody sp-capture -q -e cs -o "$d/rec.sps" -- "$WORKLOADS/sleeper" 0.3
+	[[ "$output" == *"event 'context-switches'"* ]]
+	[[ "$output" == *"kernel.perf_event_paranoid to 1"* ]]
+	# Page faults happen in user code: they are this user's to sample.
+	as_nobody sp-capture -q -e page-faults -c 100 -o "$d/pf.sps" -- "$WORKLOADS/faulter" 0.3
+	[ "$(sample_count "$d/pf.sps")" -ge 10 ]
+	rm -rf "$d"
+}
