@@ -121,6 +121,14 @@ print(sum(1 for l in sys.stdin if want is None or json.loads(l).get("event", 0) 
 	[ "$(jqs "$T/fb.raw" 'select(.t=="header") | .events')" = '["cpu-clock"]' ]
 	[ "$(jqs "$T/fb.raw" 'select(.t=="header") | .options.event')" = null ]
 	[ "$(sample_count "$T/fb.raw")" -ge 20 ]
+	# Beside cpu-clock, the replacement is a second cpu-clock: sp-fold folds both, unasked.
+	sp-capture -q -e cpu-clock,cycles --event-fallback -o "$T/fb2.raw" -- "$WORKLOADS/spin" 0.3
+	[ "$(jqs "$T/fb2.raw" 'select(.t=="header") | .events')" = '["cpu-clock","cpu-clock"]' ]
+	[ "$(sample_count "$T/fb2.raw" 1)" -ge 20 ]
+	sp-unwind "$T/fb2.raw" | sp-symbolize > "$T/fb2.sym"
+	run -0 --separate-stderr sp-fold "$T/fb2.sym"
+	[ -z "$stderr" ]
+	[ "$(printf '%s\n' "$output" | awk '{ s += $NF } END { print s + 0 }')" -eq "$(sample_count "$T/fb2.raw")" ]
 }
 
 @test "usage errors: -c with -F, a bad -c, an unknown or repeated event" {

@@ -171,16 +171,17 @@ static void check_events(struct sp_fold *f, const char *want, bool *told)
 		sp_usage_error("the recording has no event '%s': its events are %s (give one "
 			       "of them to --event)", want, n ? list.p : "none");
 	}
-	if (!want && n > 1 && !*told) {
-		struct sp_buf left = SP_BUF_INIT;
-		for (size_t i = 1; i < n; i++)
-			sp_buf_addf(&left, "%s%s", i > 1 ? ", " : "", names[i]);
+	struct sp_buf left = SP_BUF_INIT;
+	for (size_t i = 1; !want && i < n; i++)
+		if (strcmp(names[i], names[0]) != 0)
+			sp_buf_addf(&left, "%s%s", left.len ? ", " : "", names[i]);
+	if (left.len && !*told) {
 		sp_warn("the recording has %zu events: folding the samples of '%s' only, "
 			"leaving out those of %s; pick one with --event NAME", n, names[0],
 			left.p);
-		sp_buf_release(&left);
 		*told = true;
 	}
+	sp_buf_release(&left);
 }
 
 /* --top: the report of the functions with most self (or total) time. */

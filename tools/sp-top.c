@@ -128,14 +128,17 @@ static bool feed_events(struct feed *fd)
 	char list[400] = "";
 	for (size_t i = picked < 0 ? 0 : 1; i < n; i++) {
 		size_t len = strlen(list);
-		snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "", names[i]);
+		/* The events folded with the first (a name twice) are not left out. */
+		if (picked < 0 || strcmp(names[i], names[0]) != 0)
+			snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "",
+				 names[i]);
 	}
 	if (picked < 0) {
 		feed_fail(fd, SP_EXIT_USAGE, "the recording has no event '%s': its events are "
 			  "%s (give one of them to --event)", fd->event, n ? list : "none");
 		return false;
 	}
-	if (n > 1 && picked == 0 && !fd->told_events) {
+	if (list[0] && picked == 0 && !fd->event && !fd->told_events) {
 		char msg[600];
 		snprintf(msg, sizeof(msg), "the recording has %zu events: showing the samples of "
 			 "'%s' only, leaving out those of %s; pick one with --event NAME", n,

@@ -332,6 +332,16 @@ static void set_name(struct sp_fold *f, struct sp_u64map *m, uint64_t id, const 
 	free(old);
 }
 
+/*
+ * Whether event index ev has the name of the one folded: a recording may
+ * list a name twice (--event-fallback's cpu-clock beside cpu-clock).
+ */
+static bool same_event(const struct sp_fold *f, uint64_t ev)
+{
+	return f->ev_picked >= 0 && ev < f->nevnames &&
+	       strcmp(f->evnames[ev], f->evnames[f->ev_picked]) == 0;
+}
+
 static int take_sample(struct sp_fold *f, const msgpack_object *m)
 {
 	struct sp_sample_head h;
@@ -343,7 +353,7 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 	}
 	if (f->windowed && !fold_in_range(f, time))
 		return 0;
-	if (h.event != (uint64_t)f->ev_picked)
+	if (h.event != (uint64_t)f->ev_picked && !same_event(f, h.event))
 		return 0;
 	uint32_t t, k;
 	bool known = fold_thread_cached(f, (uint32_t)pid, (uint32_t)tid, &t);

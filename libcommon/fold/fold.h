@@ -145,8 +145,9 @@ const char *sp_fold_error(const struct sp_fold *f);
  * The events of the last header read (its "events"; without that key,
  * the one event its options name, or cpu-clock): their number, with the
  * names into *names (valid until the next header).  *picked is the index
- * of the event folded, or -1 when o.event names none of them (no sample
- * is folded then).
+ * of the event folded (the first of that name: the samples of every
+ * event of that name are folded), or -1 when o.event names none of them
+ * (no sample is folded then).
  */
 size_t sp_fold_events(const struct sp_fold *f, const char *const **names, long *picked);
 
