@@ -159,6 +159,9 @@ print(sum(1 for l in sys.stdin if want is None or json.loads(l).get("event", 0) 
 	[ "$clock" -ge 1 ]
 	[ "$faults" -ge 20 ]
 	[ "$((clock + faults))" -eq "$all" ]
+	# Mappings and names come once, not once per event.
+	[ "$(sp-cat -t exec "$T/m.raw" | wc -l)" -eq 1 ]
+	[ "$(sp-cat -t map "$T/m.raw" | jq -c '[.start, .path]' | sort | uniq -d | wc -l)" -eq 0 ]
 	# Only index 0 goes without the key.
 	[ "$(jqs "$T/m.raw" 'select(.t=="sample") | .event // "absent"' | sort -u | tr '\n' ' ')" = '"absent" 1 ' ]
 

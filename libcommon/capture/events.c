@@ -81,6 +81,13 @@ static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, boo
 	a->comm_exec = 1;
 	a->task = 1;
 	a->build_id = r->use_build_id;
+	if (ev > 0) {
+		/* Mappings, names, forks and exits come once: with the first event. */
+		a->mmap = a->mmap2 = 0;
+		a->comm = a->comm_exec = 0;
+		a->task = 0;
+		a->build_id = 0;
+	}
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
