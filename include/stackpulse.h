@@ -88,7 +88,14 @@ int sp_options_set_kernel(struct sp_options *o, bool on);
 /* Follow the threads and children the targets create while recording. */
 int sp_options_set_inherit(struct sp_options *o, bool on);
 
-/* The event that samples: "cpu-clock" (the default) or "task-clock". */
+/*
+ * The event that samples, named as sp-capture -e names one:
+ * "cpu-clock" (the default), "task-clock", "page-faults" ("faults"),
+ * "context-switches" ("cs"), "cpu-migrations" ("migrations"), "cycles",
+ * "instructions", or a tracepoint "SUBSYSTEM:NAME", whose id is read
+ * from tracefs now.  A hardware event the machine cannot count fails
+ * when the recorder attaches.
+ */
 int sp_options_set_event(struct sp_options *o, const char *name);
 
 /*

@@ -74,6 +74,15 @@ static void usage(void)
 	       "                            max: the kernel's current cap\n"
 	       "      --freq HZ|max         the same as --frequency\n"
 	       "      --max-rate            print the kernel's cap on -F and exit\n"
+	       "  -e, --event EVENT[,EVENT...]  sample on these events (default cpu-clock):\n"
+	       "                            cpu-clock, task-clock, page-faults (faults),\n"
+	       "                            context-switches (cs), cpu-migrations\n"
+	       "                            (migrations), cycles, instructions, or a\n"
+	       "                            tracepoint SUBSYSTEM:NAME (sched:sched_switch)\n"
+	       "  -c, --count PERIOD        a sample every PERIOD events, not -F's rate\n"
+	       "                            (a tracepoint's default is every hit)\n"
+	       "      --event-fallback      use cpu-clock for a hardware event this\n"
+	       "                            machine cannot count (no PMU)\n"
 	       "      --stack-size BYTES    user stack copied per sample (default %u, at most\n"
 	       "                            %u; K suffix for KiB; rounded up to a multiple of 8)\n"
 	       "      --call-graph MODE     how user stacks are recorded: dwarf (the default:\n"
@@ -130,6 +139,7 @@ struct cli {
 	bool force;		/* --force: a rate or ring that will not keep up */
 	bool allow_empty;	/* --allow-empty: 0 samples is not an error */
 	bool stack_size_given;	/* --stack-size or --call-graph dwarf,SIZE */
+	bool by_period;		/* samples come every so many events, not at -F's rate */
 	int inherit;	/* -1: the default for the mode */
 	bool all_cpus;		/* -a, or -C alone */
 	int *cpus;		/* -C */
@@ -341,12 +351,38 @@ static void parse_cpus(struct cli *c, const char *arg)
 	free(copy);
 }
 
+/* -e: a list of events, each parsed as the library parses it. */
+static void parse_events(struct cli *c, const char *arg)
+{
+	char *copy = sp_xstrdup(arg), *save = NULL;
+	c->o.nevents = 0;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct sp_error err = { 0 };
+		struct sp_event *ev = &c->o.events[c->o.nevents];
+		if (c->o.nevents == SP_MAX_EVENTS)
+			sp_usage_error("too many events in -e '%s': at most %d", arg, SP_MAX_EVENTS);
+		if (sp_event_parse(tok, ev, &err) < 0) {
+			if (err.code == SP_ERR_INVALID)
+				sp_usage_error("%s", sp_error_message(&err));
+			sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&err));
+		}
+		for (size_t i = 0; i < c->o.nevents; i++)
+			if (strcmp(c->o.events[i].name, ev->name) == 0)
+				sp_usage_error("event '%s' is given twice in -e '%s'", ev->name, arg);
+		c->o.nevents++;
+	}
+	free(copy);
+	if (c->o.nevents == 0)
+		sp_usage_error("no event in -e '%s': known events are %s", arg,
+			       sp_event_known_names());
+}
+
 static void parse_args(struct cli *c, int argc, char **argv)
 {
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
 	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP, FORCE, ALLOW_EMPTY,
-	       CALL_GRAPH };
+	       CALL_GRAPH, EVENT_FALLBACK };
 	bool stop_given = false;
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -360,6 +396,9 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "freq", required_argument, NULL, 'F' },
 		{ "max-rate", no_argument, NULL, MAX_RATE },
+		{ "event", required_argument, NULL, 'e' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "event-fallback", no_argument, NULL, EVENT_FALLBACK },
 		{ "stack-size", required_argument, NULL, STACK_SIZE },
 		{ "kernel", no_argument, NULL, KERNEL },
 		{ "call-graph", required_argument, NULL, CALL_GRAPH },
@@ -392,7 +431,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 	c->o.poll_ms = 100;
 	c->inherit = -1;
 	/* '+': options end at the first non-option, the command. */
-	while ((opt = getopt_long(argc, argv, "+p:t:o:F:aC:qhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+p:t:o:F:aC:e:c:qhV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p': parse_ids(&c->pids, &c->npids, &c->allocpids, optarg, "pid"); break;
 		case 't': parse_ids(&c->tids, &c->ntids, &c->alloctids, optarg, "tid"); break;
@@ -405,7 +444,16 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		case 'F':
 			c->o.frequency = parse_frequency(optarg);
 			c->o.frequency_arg = optarg;
+			c->o.frequency_given = true;
 			break;
+		case 'e': parse_events(c, optarg); break;
+		case 'c':
+			if (sp_parse_u64(optarg, UINT64_MAX >> 1, &v) < 0 || v == 0)
+				sp_usage_error("invalid -c '%s': give a positive number of events "
+					       "between samples", optarg);
+			c->o.period = v;
+			break;
+		case EVENT_FALLBACK: c->o.event_fallback = true; break;
 		case MAX_RATE: {
 			uint64_t cap = sp_kernel_max_sample_rate();
 			if (!cap)
@@ -497,12 +545,19 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		sp_usage_error("--stack-size applies to --call-graph dwarf: with fp no stack is copied");
 	if (c->o.call_graph_fp)
 		c->o.stack_size = 0;
+	if (c->o.period && c->o.frequency_given)
+		sp_usage_error("give either -c PERIOD or -F HZ, not both");
+	/* The rate checks know -F's rate; tracepoints sample every hit unless -F says. */
+	bool tp_only = c->o.nevents > 0;
+	for (size_t i = 0; i < c->o.nevents; i++)
+		tp_only = tp_only && c->o.events[i].kind == SP_EVENT_TRACEPOINT;
+	c->by_period = c->o.period || (tp_only && !c->o.frequency_given);
 	/* -t picks threads: the ones they create are not asked for. */
 	c->o.inherit = c->inherit >= 0 ? c->inherit : !c->ntids;
 	c->o.system_wide = c->all_cpus;
 	c->o.cpu_list = c->cpus;
 	c->o.ncpu_list = (int)c->ncpus;
-	if (!c->force) {
+	if (!c->force && !c->by_period) {
 		check_rate(c);
 		check_ring(c);
 	}
@@ -753,6 +808,15 @@ static void status_line(struct sp_capture *r, double elapsed, bool final)
 		(double)s.bytes / 1e6, final ? "\n" : "  ");
 }
 
+/* Whether every event is a clock, whose samples come at -F's rate. */
+static bool clock_only(const struct cli *c)
+{
+	for (size_t i = 0; i < c->o.nevents; i++)
+		if (c->o.events[i].kind != SP_EVENT_CLOCK)
+			return false;
+	return true;
+}
+
 /*
  * After the recording: no sample, or a few of a launched command that
  * used almost no CPU, is an unusable result (SP_EXIT_FATAL unless --allow-empty); more
@@ -771,7 +835,7 @@ static int check_samples(const struct cli *c, struct sp_capture *r, double secon
 		sp_finding_no_samples(&f, c->command ? SP_TARGET_LAUNCHED : SP_TARGET_ATTACHED,
 				      seconds);
 	/* A shell's start-up sampled while its child sleeps is no profile either. */
-	bool few = c->command && s.samples && !s.lost &&
+	bool few = c->command && s.samples && !s.lost && !c->by_period && clock_only(c) &&
 		   sp_few_samples(s.samples, seconds, c->o.frequency);
 	if (few)
 		sp_finding_few_samples(&f, SP_TARGET_LAUNCHED, seconds, s.samples);
@@ -890,6 +954,11 @@ int main(int argc, char **argv)
 	}
 	struct sp_summary sum;
 	sp_recorder_summary(rec, &sum);
+	for (size_t i = 0; status == SP_EXIT_OK && i < c.o.nevents; i++)
+		if (sp_capture_event_fell_back(r, i))
+			sp_warn("cannot open the hardware event '%s' (this machine has no PMU for "
+				"it): sampling on cpu-clock in its place (--event-fallback)",
+				sp_capture_event_fell_back(r, i));
 	if (status == SP_EXIT_OK && c.o.kernel && !sum.kernel_enabled)
 		sp_warn("kernel sampling was denied (perf_event_paranoid is %d); recording "
 			"user frames only (kernel_enabled is false in the stream)",

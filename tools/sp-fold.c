@@ -20,6 +20,7 @@
 #include "stream/vocab.h"
 #include "tool.h"
 #include "util/alloc.h"
+#include "util/strbuf.h"
 
 static void usage(void)
 {
@@ -44,6 +45,8 @@ static void usage(void)
 	       "      --only-pid PID,...   only these processes\n"
 	       "      --only-tid TID,...   only these threads\n"
 	       "      --only-comm NAME,... only processes of these names\n"
+	       "      --event NAME         only the samples of this event of the recording\n"
+	       "                           (default: its first, cpu-clock unless -e said)\n"
 	       "      --from SEC           only samples at or after SEC seconds into the recording\n"
 	       "      --to SEC             only samples before SEC seconds into the recording\n"
 	       "      --per-thread DIR     also write one folded file per thread into DIR\n"
@@ -155,6 +158,36 @@ static FILE *open_thread_file(const char *path)
 	return sp_extra_open(path, false);
 }
 
+/*
+ * After a header: an --event the recording does not have is a usage
+ * error; without --event, a recording of several events is folded for
+ * its first, and that is said once.
+ */
+static void check_events(struct sp_fold *f, const char *want, bool *told)
+{
+	const char *const *names;
+	long picked;
+	size_t n = sp_fold_events(f, &names, &picked);
+	if (picked < 0) {
+		struct sp_buf list = SP_BUF_INIT;
+		for (size_t i = 0; i < n; i++)
+			sp_buf_addf(&list, "%s%s", i ? ", " : "", names[i]);
+		sp_usage_error("the recording has no event '%s': its events are %s (give one "
+			       "of them to --event)", want, n ? list.p : "none");
+	}
+	struct sp_buf left = SP_BUF_INIT;
+	for (size_t i = 1; !want && i < n; i++)
+		if (strcmp(names[i], names[0]) != 0)
+			sp_buf_addf(&left, "%s%s", left.len ? ", " : "", names[i]);
+	if (left.len && !*told) {
+		sp_warn("the recording has %zu events: folding the samples of '%s' only, "
+			"leaving out those of %s; pick one with --event NAME", n, names[0],
+			left.p);
+		*told = true;
+	}
+	sp_buf_release(&left);
+}
+
 /* --top: the report of the functions with most self (or total) time. */
 static int write_top(struct sp_fold *f, FILE *out, size_t n, enum sp_top_sort sort)
 {
@@ -181,7 +214,7 @@ int main(int argc, char **argv)
 {
 	enum { FORMAT = 256, PID, TID, KERNEL, JIT, INLINE, ADDRS, ALL, SHOW_HIDDEN, WEIGHT,
 	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD, ALLOW_EMPTY, TOP, SORT,
-	       BY_PROCESS, BY_THREAD };
+	       BY_PROCESS, BY_THREAD, EVENT };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, FORMAT },
@@ -199,6 +232,7 @@ int main(int argc, char **argv)
 		{ "only-pid", required_argument, NULL, ONLY_PID },
 		{ "only-tid", required_argument, NULL, ONLY_TID },
 		{ "only-comm", required_argument, NULL, ONLY_COMM },
+		{ "event", required_argument, NULL, EVENT },
 		{ "from", required_argument, NULL, FROM },
 		{ "to", required_argument, NULL, TO },
 		{ "per-thread", required_argument, NULL, PER_THREAD },
@@ -221,7 +255,7 @@ int main(int argc, char **argv)
 	struct sp_fold_options o = { .format = SP_FOLD_FOLDED, .to = INFINITY };
 	size_t alloc_pids = 0, alloc_tids = 0, alloc_comms = 0;
 	const char *output = NULL;
-	bool allow_empty = false, follow = false;
+	bool allow_empty = false, follow = false, told_events = false;
 	uint64_t samples = 0;
 	int c;
 
@@ -249,6 +283,7 @@ int main(int argc, char **argv)
 		case ONLY_PID: split_u64(optarg, "--only-pid", &o.pids, &o.npids, &alloc_pids); break;
 		case ONLY_TID: split_u64(optarg, "--only-tid", &o.tids, &o.ntids, &alloc_tids); break;
 		case ONLY_COMM: split_str(optarg, &o.comms, &o.ncomms, &alloc_comms); break;
+		case EVENT: o.event = optarg; break;
 		case FROM: o.from = parse_seconds(optarg, "--from"); break;
 		case TO: o.to = parse_seconds(optarg, "--to"); break;
 		case PER_THREAD:
@@ -332,6 +367,8 @@ int main(int argc, char **argv)
 			status = SP_EXIT_PARTIAL;
 			break;
 		}
+		if (rec.type == SP_R_HEADER)
+			check_events(f, o.event, &told_events);
 	}
 	if (sp_report_input_end(r, rs, input ? input : "-", "folded") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;

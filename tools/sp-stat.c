@@ -165,8 +165,15 @@ struct modcount {
 	uint32_t at;		/* ... at this place of its list of modules */
 };
 
+/* The events a recording's header lists, at most this many told apart. */
+#define STAT_EVENTS 16
+
 struct stats {
 	unsigned segments;
+	/* The last header's events (or the one its options name) and their samples. */
+	char events[STAT_EVENTS][208];
+	uint64_t event_samples[STAT_EVENTS];
+	size_t nevents;
 	bool have_summary, cut_short;
 	char stage[16], hostname[128], kernel[128], arch[32];
 	uint64_t frequency, stack_size, poll_ms, mmap_pages;
@@ -849,6 +856,40 @@ static void take_archive(struct stats *st, const msgpack_object *m)
 		st->archived_kallsyms = true;
 }
 
+/*
+ * The header's events (1.3), or the one event a 1.2 header's options
+ * name; a segment of other events starts their counts again.
+ */
+static void take_events(struct stats *st, const msgpack_object *m, const msgpack_object *o)
+{
+	char names[STAT_EVENTS][208];
+	size_t n = 0;
+	const msgpack_object_array *a = sp_map_array(m, "events");
+	for (uint32_t i = 0; a && i < a->size && n < STAT_EVENTS; i++, n++) {
+		const msgpack_object *e = &a->ptr[i];
+		if (e->type == MSGPACK_OBJECT_STR)
+			snprintf(names[n], sizeof(names[n]), "%.*s", (int)e->via.str.size,
+				 e->via.str.ptr);
+		else
+			snprintf(names[n], sizeof(names[n]), "?");
+	}
+	if (n == 0) {
+		const char *s = "cpu-clock";
+		size_t len = 9;
+		if (o)
+			sp_map_str(o, "event", &s, &len);
+		snprintf(names[n++], sizeof(names[0]), "%.*s", (int)len, s);
+	}
+	bool same = n == st->nevents;
+	for (size_t i = 0; same && i < n; i++)
+		same = strcmp(names[i], st->events[i]) == 0;
+	if (same)
+		return;
+	memcpy(st->events, names, sizeof(names));
+	memset(st->event_samples, 0, sizeof(st->event_samples));
+	st->nevents = n;
+}
+
 static void take_header(struct stats *st, const struct sp_record *rec, const struct sp_header *h)
 {
 	const msgpack_object *m = rec->map, *host = sp_map_get(m, "host"), *o = sp_map_get(m, "options");
@@ -873,6 +914,7 @@ static void take_header(struct stats *st, const struct sp_record *rec, const str
 		sp_map_u64(o, "mmap_pages", &st->mmap_pages);
 		sp_map_bool(o, "kernel", &st->opt_kernel);
 	}
+	take_events(st, m, o);
 	sp_map_bool(m, "kernel_enabled", &st->kernel_enabled);
 	st->has_start_ts = sp_map_u64(m, "start_timestamp_us", &st->start_ts) || st->has_start_ts;
 	st->has_interval = sp_map_u64(m, "sample_interval_us", &st->interval) || st->has_interval;
@@ -1076,6 +1118,10 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		sp_map_u64(m, "pid", &pid);
 		sp_map_u64(m, "tid", &tid);
 		st->sample_records++;
+		v = 0;
+		sp_map_u64(m, "event", &v);
+		if (v < st->nevents)
+			st->event_samples[v]++;
 		if (sp_map_u64(m, "period", &v))
 			st->period_sum += v;
 		if (sp_map_u64(m, "time", &v)) {
@@ -2011,6 +2057,15 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 		sp_jw_kv_u64(&j, "start_timestamp_us", st->start_ts);
 	if (st->has_interval)
 		sp_jw_kv_u64(&j, "sample_interval_us", st->interval);
+	sp_jw_key(&j, "events");
+	sp_jw_array_begin(&j);
+	for (size_t i = 0; i < st->nevents; i++) {
+		sp_jw_object_begin(&j);
+		sp_jw_kv_str(&j, "name", st->events[i]);
+		sp_jw_kv_u64(&j, "samples", st->event_samples[i]);
+		sp_jw_object_end(&j);
+	}
+	sp_jw_array_end(&j);
 	sp_jw_object_end(&j);
 	sp_jw_key(&j, "summary");
 	sp_jw_object_begin(&j);
@@ -2112,6 +2167,14 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 			(double)dur / 1e9, st->frequency, effective_rate(st), st->stack_size);
 		fprintf(out, "  kernel frames: %s%s\n", st->kernel_enabled ? "recorded" : "not recorded",
 			st->opt_kernel && !st->kernel_enabled ? " (asked for, but denied)" : "");
+	}
+	/* Said when the events are not the default cpu-clock alone. */
+	if (st->nevents > 1 || (st->nevents == 1 && strcmp(st->events[0], "cpu-clock") != 0)) {
+		fprintf(out, "  events:");
+		for (size_t i = 0; i < st->nevents; i++)
+			fprintf(out, "%s %s %" PRIu64 " samples", i ? "," : "", st->events[i],
+				st->event_samples[i]);
+		fputc('\n', out);
 	}
 	if (st->has_start_ts || st->has_interval)
 		fprintf(out, "  metadata: start timestamp %" PRIu64 " us, sample interval %" PRIu64 " us\n",

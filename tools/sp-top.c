@@ -40,6 +40,7 @@ struct top_options {
 	const char *pids;	/* -p: run the pipeline on these */
 	char **command;		/* or on this command */
 	const char *frequency;
+	const char *event;	/* -e: fold only this event (and record it with -p) */
 	bool follow, once, text;
 	double delay, window;	/* seconds */
 	enum sp_top_sort sort;
@@ -78,6 +79,8 @@ struct feed {
 	bool unwound;		/* a segment was unwound only: names by module */
 	bool follow;		/* a file still being written */
 	bool screen;		/* notes go to the screen, not to stderr */
+	const char *event;	/* --event, or NULL */
+	bool told_events;	/* the events left out were said */
 	char note[256];		/* the reader's last note, for the screen */
 	volatile int stop;	/* follow mode: stop waiting */
 	int wake[2];		/* the thread writes a byte here at its end */
@@ -112,6 +115,43 @@ static void feed_lost(struct feed *fd, const struct sp_record *rec)
 	}
 }
 
+/*
+ * After a header, as sp-fold has it: an --event the recording does not
+ * have ends the reading (status 3); without --event, a recording of
+ * several events shows its first, and says once which it leaves out.
+ */
+static bool feed_events(struct feed *fd)
+{
+	const char *const *names;
+	long picked;
+	size_t n = sp_fold_events(fd->f, &names, &picked);
+	char list[400] = "";
+	for (size_t i = picked < 0 ? 0 : 1; i < n; i++) {
+		size_t len = strlen(list);
+		/* The events folded with the first (a name twice) are not left out. */
+		if (picked < 0 || strcmp(names[i], names[0]) != 0)
+			snprintf(list + len, sizeof(list) - len, "%s%s", len ? ", " : "",
+				 names[i]);
+	}
+	if (picked < 0) {
+		feed_fail(fd, SP_EXIT_USAGE, "the recording has no event '%s': its events are "
+			  "%s (give one of them to --event)", fd->event, n ? list : "none");
+		return false;
+	}
+	if (list[0] && picked == 0 && !fd->event && !fd->told_events) {
+		char msg[600];
+		snprintf(msg, sizeof(msg), "the recording has %zu events: showing the samples of "
+			 "'%s' only, leaving out those of %s; pick one with --event NAME", n,
+			 names[0], list);
+		fd->told_events = true;
+		if (fd->screen)
+			snprintf(fd->note, sizeof(fd->note), "%.255s", msg);
+		else
+			sp_warn("%s", msg);
+	}
+	return true;
+}
+
 /* Takes one record under the lock; false when reading must stop. */
 static bool feed_record(struct feed *fd, const struct sp_record *rec)
 {
@@ -133,7 +173,7 @@ static bool feed_record(struct feed *fd, const struct sp_record *rec)
 			  sp_fold_error(fd->f));
 		return false;
 	}
-	return true;
+	return rec->type != SP_R_HEADER || feed_events(fd);
 }
 
 /* The reading thread: folds records as they come, to the input's end. */
@@ -229,13 +269,17 @@ static void start_pipeline(struct pipeline *p, const struct top_options *o, bool
 	size_t k = 0;
 	while (o->command && o->command[k])
 		k++;
-	char **cap = sp_xcalloc(k + 8, sizeof(*cap));
+	char **cap = sp_xcalloc(k + 10, sizeof(*cap));
 	size_t n = 0;
 	cap[n++] = (char *)tool_path(stage_name[0]);
 	cap[n++] = "-q";
 	if (o->frequency) {
 		cap[n++] = "-F";
 		cap[n++] = (char *)o->frequency;
+	}
+	if (o->event) {
+		cap[n++] = "-e";
+		cap[n++] = (char *)o->event;
 	}
 	if (o->pids) {
 		cap[n++] = "-p";
@@ -818,7 +862,9 @@ static int open_feed(struct feed *fd, const struct top_options *o, struct pipeli
 	}
 	if (pipe2(fd->wake, O_CLOEXEC) < 0)
 		sp_die(SP_EXIT_FATAL, "cannot make a pipe: %s", strerror(errno));
-	struct sp_fold_options fo = { .format = SP_FOLD_FOLDED, .to = INFINITY };
+	struct sp_fold_options fo = { .format = SP_FOLD_FOLDED, .to = INFINITY,
+				      .event = o->event };
+	fd->event = o->event;
 	fd->screen = screen;
 	fd->follow = o->follow;
 	fd->r = fd->fd < 0 ? sp_reader_follow(o->input, &fd->stop, follow_note, fd)
@@ -862,7 +908,8 @@ static void run_text(struct feed *fd, const struct top_options *o, struct view_s
 	double deadline = now_s() + o->delay;
 	for (;;) {
 		bool ended = o->once ? wait_tick(fd, INFINITY) : wait_tick(fd, deadline);
-		if (got_signal || (ended && fd->status == SP_EXIT_FATAL))
+		if (got_signal || (ended && (fd->status == SP_EXIT_FATAL ||
+					       fd->status == SP_EXIT_USAGE)))
 			return;
 		if (ended && !sp_reader_header(fd->r))
 			return;		/* not even a header: nothing to report */
@@ -1077,6 +1124,9 @@ static void usage(void)
 	       "  -p, --pid PID[,PID...]  profile these processes (runs sp-capture | sp-unwind |\n"
 	       "                          sp-symbolize)\n"
 	       "  -F, --frequency HZ      with -p or a command: sp-capture's -F\n"
+	       "  -e, --event NAME        only the samples of this event of the recording\n"
+	       "                          (default: its first); with -p or a command, the\n"
+	       "                          event sp-capture records (its -e)\n"
 	       "  -f, --follow            FILE is still being written: wait for more at its end\n"
 	       "  -d, --delay SECS        refresh every SECS seconds (default 1)\n"
 	       "  -w, --window SECS       count the samples of the last SECS seconds (default 10)\n"
@@ -1133,6 +1183,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "frequency", required_argument, NULL, 'F' },
+		{ "event", required_argument, NULL, 'e' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "delay", required_argument, NULL, 'd' },
 		{ "window", required_argument, NULL, 'w' },
@@ -1151,10 +1202,11 @@ int main(int argc, char **argv)
 	int c;
 
 	sp_tool_init(argv[0]);
-	while ((c = getopt_long(argc, argv, "p:F:fd:w:s:n:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:F:e:fd:w:s:n:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p': o.pids = optarg; break;
 		case 'F': o.frequency = optarg; break;
+		case 'e': o.event = optarg; break;
 		case 'f': o.follow = true; break;
 		case 'd': o.delay = parse_secs(optarg, "--delay", 0.1); break;
 		case 'w': o.window = parse_secs(optarg, "--window", 0.1); break;

@@ -17,7 +17,10 @@ _Static_assert(SP_E_COUNT <= SP_ERROR_KINDS_MAX, "sp_summary.errors holds every 
 struct sp_options {
 	uint64_t rate;			/* Hz, or SP_RATE_MAX */
 	uint32_t stack_size;
-	bool kernel, inherit, task_clock;
+	bool kernel, inherit;
+	bool rate_set;			/* a tracepoint samples at the rate only when set */
+	bool has_event;
+	struct sp_event event;		/* has_event false: cpu-clock */
 	bool has_start_timestamp, has_sample_interval;
 	uint64_t start_timestamp_us, sample_interval_us;
 };
@@ -46,6 +49,7 @@ int sp_options_set_rate(struct sp_options *o, uint64_t hz)
 		return sp_error_publish_new(SP_ERR_INVALID, "sample rate 0: give a positive "
 					    "number of Hz, or SP_RATE_MAX");
 	o->rate = hz;
+	o->rate_set = true;
 	return 0;
 }
 
@@ -78,13 +82,16 @@ int sp_options_set_event(struct sp_options *o, const char *name)
 {
 	SP_API_CHECK(o, -1);
 	SP_API_CHECK(name, -1);
-	if (strcmp(name, "cpu-clock") == 0)
-		o->task_clock = false;
-	else if (strcmp(name, "task-clock") == 0)
-		o->task_clock = true;
-	else
-		return sp_error_publish_new(SP_ERR_UNSUPPORTED, "event '%s' is not supported: "
-					    "give \"cpu-clock\" or \"task-clock\"", name);
+	struct sp_error err = { 0 };
+	struct sp_event ev;
+	if (sp_event_parse(name, &ev, &err) < 0) {
+		/* A name that is no event stays what it was before tracepoints: unsupported. */
+		if (err.code == SP_ERR_INVALID)
+			err.code = SP_ERR_UNSUPPORTED;
+		return sp_error_publish(&err);
+	}
+	o->event = ev;
+	o->has_event = true;
 	return 0;
 }
 
@@ -130,7 +137,11 @@ int sp_options_to_capture(const struct sp_options *o, struct sp_capture_options 
 	co->stack_size = o->stack_size;
 	co->kernel = o->kernel;
 	co->inherit = o->inherit;
-	co->task_clock = o->task_clock;
+	if (o->has_event) {
+		co->events[0] = o->event;
+		co->nevents = 1;
+	}
+	co->frequency_given = o->rate_set;
 	co->poll_ms = 100;
 	co->tool_name = "libstackpulse";
 	co->has_start_timestamp = o->has_start_timestamp;

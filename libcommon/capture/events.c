@@ -1,6 +1,6 @@
 /*
- * Perf events (internal.h): one software CPU-clock (or task-clock)
- * event per (thread, CPU), because the kernel refuses mmap() of an
+ * Perf events (internal.h): one event per (thread, CPU) for each event
+ * of -e (cpu-clock by default), because the kernel refuses mmap() of an
  * inherited per-task event with cpu == -1.  Each event is redirected into its CPU's ring (ring.c).
  */
 #include <errno.h>
@@ -22,23 +22,60 @@ static long perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu)
 	return syscall(SYS_perf_event_open, a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, bool on_exec)
+/*
+ * The period of event ev when it is fixed, 0 when the kernel adjusts it
+ * to reach -F's rate.  As perf does, a tracepoint samples every hit
+ * unless -F or -c says otherwise; every other event samples at -F's rate
+ * unless -c gives a period.
+ */
+uint64_t sp_rec_fixed_period(const struct sp_capture *r, int ev)
+{
+	if (r->o.period)
+		return r->o.period;
+	if (r->ev[ev].kind == SP_EVENT_TRACEPOINT && !r->o.frequency_given)
+		return 1;
+	return 0;
+}
+
+/*
+ * A fixed period is not asked of the kernel with each sample: a software
+ * event that sends PERF_SAMPLE_PERIOD without freq is sampled at every
+ * hit whatever its period (perf_swevent_event()), as perf knows.
+ */
+static void set_event(const struct sp_capture *r, struct perf_event_attr *a, int ev)
+{
+	a->type = r->ev[ev].type;
+	a->config = r->ev[ev].config;
+	a->sample_period = sp_rec_fixed_period(r, ev);
+	if (!a->sample_period) {
+		a->freq = 1;
+		a->sample_freq = r->o.frequency;
+	}
+}
+
+static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, bool on_exec,
+		      int ev)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
-	a->type = PERF_TYPE_SOFTWARE;
-	a->config = r->o.task_clock ? PERF_COUNT_SW_TASK_CLOCK : PERF_COUNT_SW_CPU_CLOCK;
-	a->freq = 1;
-	a->sample_freq = r->o.frequency;
+	set_event(r, a, ev);
 	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_PERIOD | PERF_SAMPLE_REGS_USER |
 			 PERF_SAMPLE_STACK_USER;
+	if (!a->freq)	/* sample_period and sample_freq are one union */
+		a->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
+	if (r->nev > 1)
+		a->sample_type |= PERF_SAMPLE_IDENTIFIER;
 	if (r->kernel_enabled)
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 	a->sample_regs_user = SP_REC_REGS_MASK;
 	a->sample_stack_user = r->o.stack_size;
-	/* System-wide, a CPU in the kernel is sampled too (idle, kernel threads). */
-	a->exclude_kernel = !r->kernel_enabled && !r->o.system_wide;
+	/*
+	 * System-wide, a CPU in the kernel is sampled too (idle, kernel
+	 * threads); a context switch or a tracepoint happens in the kernel:
+	 * never excluded.
+	 */
+	a->exclude_kernel = !r->kernel_enabled && !r->o.system_wide && !r->ev[ev].in_kernel;
 	a->exclude_hv = 1;
 	/* User frames come from the stack copy, never from the callchain. */
 	a->exclude_callchain_user = 1;
@@ -58,6 +95,13 @@ static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, boo
 	a->comm_exec = 1;
 	a->task = 1;
 	a->build_id = r->use_build_id;
+	if (ev > 0) {
+		/* Mappings, names, forks and exits come once: with the first event. */
+		a->mmap = a->mmap2 = 0;
+		a->comm = a->comm_exec = 0;
+		a->task = 0;
+		a->build_id = 0;
+	}
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
@@ -70,12 +114,42 @@ static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, boo
 		a->read_format = PERF_FORMAT_LOST;
 }
 
-static int add_event(struct sp_capture *r, int fd, pid_t pid, pid_t tid, int cpu)
+static int add_event(struct sp_capture *r, int fd, pid_t pid, pid_t tid, int cpu, int ev)
 {
 	if (SP_ALLOC_GROW(r->events, r->nevents + 1, r->allocevents) < 0)
 		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
-	r->events[r->nevents++] = (struct sp_rec_event){ fd, pid, tid, cpu };
+	if (r->nev > 1) {
+		uint64_t id;
+		if (ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+			return sp_error_errno(&r->err, "cannot read the id of a perf event");
+		if (sp_u64map_put(&r->ids, id, (void *)(uintptr_t)(ev + 1)) < 0)
+			return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
+	}
+	r->events[r->nevents++] = (struct sp_rec_event){ fd, pid, tid, cpu, ev };
+	r->ev_opened[ev] = true;
 	return 0;
+}
+
+/*
+ * A hardware event the kernel has no PMU for: ENOENT (no such type or
+ * config), EOPNOTSUPP (no sampling) or ENODEV.  With --event-fallback it
+ * becomes cpu-clock, before any of its events is open; else the message
+ * says why and what to do.
+ */
+static int no_pmu(struct sp_capture *r, int ev, int e)
+{
+	const char *name = r->ev[ev].name;
+	if (r->o.event_fallback && !r->ev_opened[ev]) {
+		r->fell_back[ev] = r->o.nevents > (size_t)ev ? r->o.events[ev].name : "?";
+		sp_event_default(&r->ev[ev]);
+		return 0;
+	}
+	sp_error_set(&r->err, SP_ERR_UNSUPPORTED, "cannot open the hardware event '%s' (%s): "
+		     "this machine has no PMU for it (a virtual machine without PMU "
+		     "passthrough, for one); give -e cpu-clock, or --event-fallback to use "
+		     "cpu-clock in its place", name, strerror(e));
+	r->err.errnum = e;
+	return -1;
 }
 
 static int permission_hint(struct sp_capture *r, pid_t tid, int e)
@@ -92,49 +166,59 @@ static int permission_hint(struct sp_capture *r, pid_t tid, int e)
 }
 
 /*
- * Opens CPU ci's event for every task (pid -1) and enables it once it is
- * in its ring: 0 or -1.
+ * Opens CPU ci's events (one per -e event) for every task (pid -1) and
+ * enables each once it is in its ring: 0 or -1.
  */
 int sp_rec_open_cpu(struct sp_capture *r, int ci)
 {
-	struct perf_event_attr a;
-	long fd;
-	for (;;) {
-		fill_attr(r, &a, false);
-		fd = perf_event_open(&a, -1, r->cpus[ci]);
-		if (fd >= 0)
-			break;
-		int e = errno;
-		if (e == EINVAL && r->use_build_id) {
-			r->use_build_id = false;
-			continue;
+	for (int ev = 0; ev < (int)r->nev; ev++) {
+		struct perf_event_attr a;
+		long fd;
+		for (;;) {
+			fill_attr(r, &a, false, ev);
+			fd = perf_event_open(&a, -1, r->cpus[ci]);
+			if (fd >= 0)
+				break;
+			int e = errno;
+			if (e == EINVAL && r->use_build_id) {
+				r->use_build_id = false;
+				continue;
+			}
+			if (e == EINVAL && r->use_format_lost) {
+				r->use_format_lost = false;
+				continue;
+			}
+			if (r->ev[ev].kind == SP_EVENT_HARDWARE &&
+			    (e == ENOENT || e == EOPNOTSUPP || e == ENODEV)) {
+				if (no_pmu(r, ev, e) < 0)
+					return -1;
+				continue;
+			}
+			if (e == EACCES || e == EPERM) {
+				sp_error_set(&r->err, SP_ERR_PERMISSION,
+					     "cannot record every task on CPU %d: %s "
+					     "(kernel.perf_event_paranoid is %d; system-wide recording "
+					     "needs 0 or below, or CAP_PERFMON): run as root, 'sysctl "
+					     "kernel.perf_event_paranoid=0', or 'setcap cap_perfmon+ep "
+					     "sp-capture'", r->cpus[ci], strerror(e), sp_perf_paranoid());
+				r->err.errnum = e;
+				return -1;
+			}
+			if (e == EMFILE)
+				return sp_error_set(&r->err, SP_ERR_LIMIT, "too many open files opening "
+						    "events for CPU %d (raise the limit with ulimit -n)",
+						    r->cpus[ci]);
+			errno = e;
+			return sp_error_errno(&r->err, "cannot open the event '%s' on CPU %d",
+					      r->ev[ev].name, r->cpus[ci]);
 		}
-		if (e == EINVAL && r->use_format_lost) {
-			r->use_format_lost = false;
-			continue;
-		}
-		if (e == EACCES || e == EPERM) {
-			sp_error_set(&r->err, SP_ERR_PERMISSION,
-				     "cannot record every task on CPU %d: %s (kernel.perf_event_paranoid "
-				     "is %d; system-wide recording needs 0 or below, or CAP_PERFMON): "
-				     "run as root, 'sysctl kernel.perf_event_paranoid=0', or "
-				     "'setcap cap_perfmon+ep sp-capture'", r->cpus[ci], strerror(e),
-				     sp_perf_paranoid());
-			r->err.errnum = e;
+		if (sp_rec_ring_attach(r, (int)fd, ci) < 0 ||
+		    add_event(r, (int)fd, -1, -1, r->cpus[ci], ev) < 0) {
+			close((int)fd);
 			return -1;
 		}
-		if (e == EMFILE)
-			return sp_error_set(&r->err, SP_ERR_LIMIT, "too many open files opening "
-					    "events for CPU %d (raise the limit with ulimit -n)",
-					    r->cpus[ci]);
-		errno = e;
-		return sp_error_errno(&r->err, "cannot open a perf event on CPU %d", r->cpus[ci]);
+		ioctl((int)fd, PERF_EVENT_IOC_ENABLE, 0);
 	}
-	if (sp_rec_ring_attach(r, (int)fd, ci) < 0 || add_event(r, (int)fd, -1, -1, r->cpus[ci]) < 0) {
-		close((int)fd);
-		return -1;
-	}
-	ioctl((int)fd, PERF_EVENT_IOC_ENABLE, 0);
 	return 0;
 }
 
@@ -144,11 +228,12 @@ int sp_rec_open_cpu(struct sp_capture *r, int ci)
  */
 int sp_rec_open_thread(struct sp_capture *r, pid_t pid, pid_t tid, bool on_exec)
 {
-	for (int ci = 0; ci < r->ncpus; ci++) {
+	for (int ci = 0; ci < r->ncpus; ci++)
+	for (int ev = 0; ev < (int)r->nev; ev++) {
 		struct perf_event_attr a;
 		long fd;
 		for (;;) {
-			fill_attr(r, &a, on_exec);
+			fill_attr(r, &a, on_exec, ev);
 			fd = perf_event_open(&a, tid, r->cpus[ci]);
 			if (fd >= 0)
 				break;
@@ -169,6 +254,20 @@ int sp_rec_open_thread(struct sp_capture *r, pid_t pid, pid_t tid, bool on_exec)
 				r->use_format_lost = false;	/* before Linux 6.0 */
 				continue;
 			}
+			if (r->ev[ev].kind == SP_EVENT_HARDWARE &&
+			    (e == ENOENT || e == EOPNOTSUPP || e == ENODEV)) {
+				if (no_pmu(r, ev, e) < 0)
+					return -1;
+				continue;
+			}
+			if ((e == EACCES || e == EPERM) && r->ev[ev].in_kernel)
+				return sp_error_set(&r->err, SP_ERR_PERMISSION, "cannot open the "
+						    "event '%s' for thread %d: %s (it fires in "
+						    "kernel code, which perf_event_paranoid %d "
+						    "keeps from unprivileged users); run as root, "
+						    "or lower kernel.perf_event_paranoid to 1, or "
+						    "to -1 for every event", r->ev[ev].name,
+						    (int)tid, strerror(e), sp_perf_paranoid());
 			if (e == EACCES || e == EPERM)
 				return permission_hint(r, tid, e);
 			if (e == EMFILE)
@@ -176,11 +275,11 @@ int sp_rec_open_thread(struct sp_capture *r, pid_t pid, pid_t tid, bool on_exec)
 						    "too many open files opening events for thread %d "
 						    "(raise the limit with ulimit -n)", (int)tid);
 			errno = e;
-			return sp_error_errno(&r->err, "cannot open a perf event for thread %d on CPU %d",
-					      (int)tid, r->cpus[ci]);
+			return sp_error_errno(&r->err, "cannot open the event '%s' for thread %d "
+					      "on CPU %d", r->ev[ev].name, (int)tid, r->cpus[ci]);
 		}
 		if (sp_rec_ring_attach(r, (int)fd, ci) < 0 ||
-		    add_event(r, (int)fd, pid, tid, r->cpus[ci]) < 0) {
+		    add_event(r, (int)fd, pid, tid, r->cpus[ci], ev) < 0) {
 			close((int)fd);
 			return -1;
 		}

@@ -2,8 +2,10 @@
  * The recorder's internals, shared by the files of the capture layer and
  * by nothing else (the public surface is capture/recorder.h).
  *
- *   events.c     perf events: attributes, one event per (thread, CPU),
- *                permission hints, enabling, closing, lost counts
+ *   events.c     perf events: attributes, one event per (thread, CPU,
+ *                event of -e), permission hints, enabling, closing, lost
+ *                counts
+ *   evname.c     event names (-e) turned into a type and config
  *   ring.c       ring buffers: sizing, mapping, draining, and converting
  *                each kernel record into a record in the queue
  *   sample.c     samples: checked and queued as they came, written with
@@ -89,6 +91,7 @@ struct sp_rec_event {
 	int fd;
 	pid_t pid, tid;
 	int cpu;
+	int ev;			/* its index in ev[] */
 };
 
 /* What the recorder knows of a process. */
@@ -166,6 +169,18 @@ struct sp_capture {
 	struct sp_rec_event *events;
 	size_t nevents, allocevents;
 
+	/*
+	 * The events sampled, in the stream's order (o.events, or cpu-clock);
+	 * a hardware event replaced by cpu-clock (--event-fallback) keeps
+	 * the name asked for in fell_back[i].  With more than one, samples
+	 * carry PERF_SAMPLE_IDENTIFIER, and ids maps it to the index + 1.
+	 */
+	struct sp_event ev[SP_MAX_EVENTS];
+	size_t nev;
+	bool ev_opened[SP_MAX_EVENTS];
+	const char *fell_back[SP_MAX_EVENTS];
+	struct sp_u64map ids;
+
 	struct sp_u64map procs;		/* pid -> struct sp_rec_proc */
 	struct sp_u64map tids;		/* tid -> a marker: the threads seen */
 	struct sp_ustack_cache ustacks;	/* the last stack copy of each thread */
@@ -234,6 +249,11 @@ void sp_rec_disable_events(struct sp_capture *r);
 /* Closes events[from..], unmapping the rings they own. */
 void sp_rec_close_events(struct sp_capture *r, size_t from);
 void sp_rec_read_format_lost(struct sp_capture *r);
+/*
+ * Event ev's fixed period (-c, or a tracepoint's 1), which its samples
+ * do not carry; 0 when it samples at -F's rate and they carry it.
+ */
+uint64_t sp_rec_fixed_period(const struct sp_capture *r, int ev);
 
 /* ring.c */
 

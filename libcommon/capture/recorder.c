@@ -78,6 +78,15 @@ struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
 	r->w = w;
 	sp_u64map_init(&r->procs);
 	sp_u64map_init(&r->tids);
+	sp_u64map_init(&r->ids);
+	r->nev = o->nevents ? o->nevents : 1;
+	if (r->nev > SP_MAX_EVENTS)
+		r->nev = SP_MAX_EVENTS;
+	for (size_t i = 0; i < r->nev; i++)
+		if (o->nevents)
+			r->ev[i] = o->events[i];
+		else
+			sp_event_default(&r->ev[i]);
 	sp_ustack_cache_init(&r->ustacks);
 	sp_buf_init(&r->qbuf);
 	sp_hashmap_init(&r->bids, sp_rec_bid_cmp);
@@ -139,6 +148,7 @@ void sp_capture_free(struct sp_capture *r)
 	free(r->events);
 	sp_u64map_release(&r->procs, free);
 	sp_u64map_release(&r->tids, NULL);
+	sp_u64map_release(&r->ids, NULL);
 	sp_ustack_cache_release(&r->ustacks);
 	free(r->targets);
 	free(r->only_tids);
@@ -161,6 +171,11 @@ const struct sp_error *sp_capture_last_error(const struct sp_capture *r)
 bool sp_capture_kernel_fell_back(const struct sp_capture *r)
 {
 	return r->kernel_fell_back;
+}
+
+const char *sp_capture_event_fell_back(const struct sp_capture *r, size_t i)
+{
+	return i < r->nev ? r->fell_back[i] : NULL;
 }
 
 int sp_capture_command_status(const struct sp_capture *r)
@@ -187,8 +202,11 @@ static void pack_options(struct sp_capture *r, struct sp_mapw *h)
 	sp_mapw_u64(&m, "frequency", r->o.frequency);
 	if (r->o.frequency_arg)
 		sp_mapw_str(&m, "frequency_arg", r->o.frequency_arg);
-	if (r->o.task_clock)
-		sp_mapw_str(&m, "event", "task-clock");
+	/* One event but cpu-clock: its name, as 1.2 wrote "task-clock" (1.3 adds "events"). */
+	if (r->nev == 1 && strcmp(r->ev[0].name, "cpu-clock") != 0)
+		sp_mapw_str(&m, "event", r->ev[0].name);
+	if (r->o.period)
+		sp_mapw_u64(&m, "period", r->o.period);
 	if (r->o.kallsyms_out)
 		sp_mapw_str(&m, "kallsyms_out", r->o.kallsyms_out);
 	sp_mapw_u64(&m, "stack_size", r->o.stack_size);
@@ -249,6 +267,10 @@ int sp_capture_start(struct sp_capture *r, int argc, char **argv)
 	sp_mapw_key(&m, "host");
 	sp_pack_host(r->w);
 	pack_options(r, &m);
+	pk = sp_mapw_key(&m, "events");
+	msgpack_pack_array(pk, r->nev);
+	for (size_t i = 0; i < r->nev; i++)
+		sp_pack_str(pk, r->ev[i].name);
 	sp_mapw_bool(&m, "kernel_enabled", r->kernel_enabled);
 	pk = sp_mapw_key(&m, "reg_names");
 	msgpack_pack_array(pk, SP_REC_NREGS);

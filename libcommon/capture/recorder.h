@@ -25,6 +25,38 @@
 #define SP_MAX_STACK_SIZE 65528u
 #define SP_DEFAULT_STACK_SIZE 32768u
 #define SP_DEFAULT_FREQUENCY 999u
+#define SP_MAX_EVENTS 8
+
+/* What an event counts, which decides its default period and fall-back. */
+enum sp_event_kind {
+	SP_EVENT_CLOCK,		/* cpu-clock, task-clock: time */
+	SP_EVENT_SOFTWARE,	/* page-faults, context-switches, cpu-migrations */
+	SP_EVENT_HARDWARE,	/* cycles, instructions: a PMU's */
+	SP_EVENT_TRACEPOINT,	/* SUBSYSTEM:NAME */
+};
+
+/* One event to sample on, as sp_event_parse() made it. */
+struct sp_event {
+	char name[208];		/* as the stream names it: "page-faults", "sched:sched_switch" */
+	uint32_t type;		/* perf_event_attr's type and config */
+	uint64_t config;
+	enum sp_event_kind kind;
+	bool in_kernel;		/* it fires in kernel code: sampled with exclude_kernel off */
+};
+
+/*
+ * Parses an event name as -e takes it (an alias gives the event's own
+ * name); a tracepoint's id is read from tracefs.  Returns 0, or -1 with
+ * the message in err: SP_ERR_INVALID for a name that is no event,
+ * SP_ERR_NOT_FOUND for a tracepoint that does not exist, and
+ * SP_ERR_UNSUPPORTED or SP_ERR_PERMISSION when tracefs cannot be read.
+ */
+struct sp_error;
+int sp_event_parse(const char *name, struct sp_event *ev, struct sp_error *err);
+/* cpu-clock, the default event. */
+void sp_event_default(struct sp_event *ev);
+/* The names sp_event_parse() knows, for messages (a string constant). */
+const char *sp_event_known_names(void);
 
 struct sp_capture_options {
 	uint64_t frequency;		/* samples per second per thread */
@@ -32,7 +64,12 @@ struct sp_capture_options {
 	bool kernel;			/* kernel callchains */
 	bool call_graph_fp;		/* user callchains the kernel walks by frame pointer, no stack copy */
 	bool inherit;			/* follow new threads and children */
-	bool task_clock;		/* sample on task-clock, not cpu-clock */
+	/* The events, in the stream's order; none: cpu-clock. */
+	struct sp_event events[SP_MAX_EVENTS];
+	size_t nevents;
+	uint64_t period;		/* -c: every period events, not -F's rate; 0: none */
+	bool frequency_given;		/* -F was given: tracepoints sample at its rate too */
+	bool event_fallback;		/* a hardware event that cannot be opened: cpu-clock */
 	bool stop;			/* SIGSTOP a -p target while attaching (--stop) */
 	/*
 	 * Every task on the CPUs (-a): events with pid -1, one per CPU of
@@ -167,6 +204,12 @@ void sp_capture_get_stats(const struct sp_capture *r, struct sp_capture_stats *s
 
 /* Whether kernel sampling was asked for but denied (and dropped). */
 bool sp_capture_kernel_fell_back(const struct sp_capture *r);
+
+/*
+ * The name asked for of event i when --event-fallback replaced it by
+ * cpu-clock (its PMU could not be opened); NULL when it did not.
+ */
+const char *sp_capture_event_fell_back(const struct sp_capture *r, size_t i);
 
 /* The launched command's wait status once it has ended; -1 before. */
 int sp_capture_command_status(const struct sp_capture *r);

@@ -79,19 +79,23 @@ int sp_rec_ring_attach(struct sp_capture *r, int fd, int ci)
 	}
 }
 
-/* The sample_id_all trailer: TID, TIME, CPU (the order of sample_type bits). */
+/*
+ * The sample_id_all trailer: TID, TIME, CPU (the order of sample_type
+ * bits), and with several events IDENTIFIER last.
+ */
 struct sample_id {
 	uint32_t pid, tid;
 	uint64_t time;
 	uint32_t cpu;
 };
 
-static struct sample_id trailer(const unsigned char *rec, size_t size)
+static struct sample_id trailer(const struct sp_capture *r, const unsigned char *rec, size_t size)
 {
 	struct sample_id s = { 0 };
-	if (size < sizeof(struct perf_event_header) + 24)
+	size_t n = r->nev > 1 ? 32 : 24;
+	if (size < sizeof(struct perf_event_header) + n)
 		return s;
-	const unsigned char *p = rec + size - 24;
+	const unsigned char *p = rec + size - n;
 	memcpy(&s.pid, p, 4);
 	memcpy(&s.tid, p + 4, 4);
 	memcpy(&s.time, p + 8, 8);
@@ -130,7 +134,7 @@ static void handle_mmap2(struct sp_capture *r, const unsigned char *rec, size_t 
 		pl = sizeof(path) - 1;
 	memcpy(path, fname, pl);
 	path[pl] = '\0';
-	struct sample_id id = trailer(rec, size);
+	struct sample_id id = trailer(r, rec, size);
 	if (!(m.prot & PROT_EXEC))
 		return;
 	bool deleted = sp_path_strip_deleted(path);
@@ -188,7 +192,7 @@ static void handle_comm(struct sp_capture *r, const unsigned char *rec, size_t s
 	if (cl >= sizeof(c.comm))
 		cl = sizeof(c.comm) - 1;
 	memcpy(c.comm, rec + hdr + 8, cl);
-	c.time = trailer(rec, size).time;
+	c.time = trailer(r, rec, size).time;
 	c.exec = misc & PERF_RECORD_MISC_COMM_EXEC;
 	queue(r, SP_REC_COMM, c.time, &c, sizeof(c));
 	if (c.exec) {
@@ -255,7 +259,7 @@ static void handle_lost(struct sp_capture *r, const unsigned char *rec, size_t s
 		bad_record(r);
 		return;
 	}
-	struct sample_id id = trailer(rec, size);
+	struct sample_id id = trailer(r, rec, size);
 	struct sp_lost_rec l = { .time = id.time, .cpu = id.cpu, .samples = samples };
 	memcpy(&l.lost, rec + off, 8);
 	r->lost_events += l.lost;
@@ -270,7 +274,7 @@ static void handle_throttle(struct sp_capture *r, const unsigned char *rec, size
 		bad_record(r);
 		return;
 	}
-	struct sp_throttle_rec t = { .cpu = trailer(rec, size).cpu, .throttle = throttle };
+	struct sp_throttle_rec t = { .cpu = trailer(r, rec, size).cpu, .throttle = throttle };
 	memcpy(&t.time, rec + hdr, 8);
 	if (throttle)
 		r->throttles++;

@@ -14,6 +14,7 @@
 struct pending_sample {
 	uint32_t pid, tid, cpu;
 	uint64_t time, period, abi, nregs, nk, nu, dyn;
+	uint32_t event;
 	bool full, kernel, fp, ufull;
 };
 
@@ -65,7 +66,8 @@ static uint64_t user_entries(struct sp_capture *r, const unsigned char *ips, uin
 }
 
 /*
- * The fields follow sample_type's bit order: TID, TIME, CPU, PERIOD,
+ * The fields follow sample_type's bit order: IDENTIFIER (with several
+ * events), TID, TIME, CPU, PERIOD (unless the event's period is fixed),
  * CALLCHAIN (with --kernel or --call-graph fp), REGS_USER and STACK_USER
  * (but with --call-graph fp).
  */
@@ -73,16 +75,25 @@ void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t
 {
 	const unsigned char *p = rec + sizeof(struct perf_event_header), *end = rec + size;
 	uint32_t pid, tid, cpu;
-	uint64_t time, period, nr = 0, abi = 0, ssize = 0, dyn = 0;
+	uint64_t time, period, nr = 0, abi = 0, ssize = 0, dyn = 0, id = 0;
 	const unsigned char *ips = NULL, *regs = NULL, *stack = NULL;
+	uint32_t event = 0;
 
 #define TAKE(dst, n) do { if ((size_t)(end - p) < (n)) goto bad; memcpy((dst), p, (n)); p += (n); } while (0)
+	if (r->nev > 1) {
+		TAKE(&id, 8);
+		uintptr_t ev = (uintptr_t)sp_u64map_get(&r->ids, id);
+		if (!ev)
+			goto bad;
+		event = (uint32_t)(ev - 1);
+	}
 	TAKE(&pid, 4);
 	TAKE(&tid, 4);
 	TAKE(&time, 8);
 	TAKE(&cpu, 4);
 	p += 4;
-	TAKE(&period, 8);
+	if (!(period = sp_rec_fixed_period(r, (int)event)))
+		TAKE(&period, 8);
 	bool fp = r->o.call_graph_fp;
 	if (r->kernel_enabled || fp) {
 		TAKE(&nr, 8);
@@ -147,7 +158,7 @@ taken:
 		struct pending_sample ps = {
 			.pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = period,
 			.nk = kframes, .nu = nu, .kernel = r->kernel_enabled, .fp = true,
-			.ufull = ufull,
+			.ufull = ufull, .event = event,
 		};
 		size_t s = sp_rec_q_begin(r);
 		sp_rec_q_add(r, &ps, sizeof(ps));
@@ -182,7 +193,7 @@ taken:
 	struct pending_sample ps = {
 		.pid = pid, .tid = tid, .cpu = cpu, .time = time, .period = period,
 		.abi = abi, .nregs = abi ? SP_REC_NREGS : 0, .nk = kframes, .dyn = dyn,
-		.full = full, .kernel = r->kernel_enabled,
+		.full = full, .kernel = r->kernel_enabled, .event = event,
 	};
 	size_t s = sp_rec_q_begin(r);
 	sp_rec_q_add(r, &ps, sizeof(ps));
@@ -222,6 +233,7 @@ void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p)
 		.ustack = stack, .ustack_len = ps.dyn - shared, .shared = shared,
 		.full = ps.full, .kips = ps.kernel ? kips : NULL, .nk = ps.nk,
 		.uips = ps.fp ? uips : NULL, .nu = ps.nu, .ufull = ps.ufull,
+		.event = ps.event,
 	};
 	sp_write_raw_sample(r->w, &s);
 }

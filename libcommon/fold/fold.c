@@ -68,12 +68,22 @@ static void reset_segment(struct sp_fold *f)
 	f->anchor_clock = f->anchor_real = 0;
 }
 
+static void events_release(struct sp_fold *f)
+{
+	for (size_t i = 0; i < f->nevnames; i++)
+		free(f->evnames[i]);
+	free(f->evnames);
+	f->evnames = NULL;
+	f->nevnames = 0;
+}
+
 void sp_fold_free(struct sp_fold *f)
 {
 	if (!f)
 		return;
 	reset_segment(f);
 	fold_tables_release(f);
+	events_release(f);
 	free(f->segframes);
 	free(f->seg_disp);
 	free(f->symstacks);
@@ -325,6 +335,16 @@ static void set_name(struct sp_fold *f, struct sp_u64map *m, uint64_t id, const 
 	free(old);
 }
 
+/*
+ * Whether event index ev has the name of the one folded: a recording may
+ * list a name twice (--event-fallback's cpu-clock beside cpu-clock).
+ */
+static bool same_event(const struct sp_fold *f, uint64_t ev)
+{
+	return f->ev_picked >= 0 && ev < f->nevnames &&
+	       strcmp(f->evnames[ev], f->evnames[f->ev_picked]) == 0;
+}
+
 static int take_sample(struct sp_fold *f, const msgpack_object *m)
 {
 	struct sp_sample_head h;
@@ -335,6 +355,8 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 		f->have_start = true;
 	}
 	if (f->windowed && !fold_in_range(f, time))
+		return 0;
+	if (h.event != (uint64_t)f->ev_picked && !same_event(f, h.event))
 		return 0;
 	uint32_t t, k;
 	bool known = fold_thread_cached(f, (uint32_t)pid, (uint32_t)tid, &t);
@@ -387,11 +409,63 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 	return 0;
 }
 
+/* Adds an event's name; false when memory runs out. */
+static bool event_add(struct sp_fold *f, const char *s, size_t n)
+{
+	char **v = realloc(f->evnames, (f->nevnames + 1) * sizeof(*v));
+	if (!v)
+		return false;
+	f->evnames = v;
+	if (!(v[f->nevnames] = strndup(s, n)))
+		return false;
+	f->nevnames++;
+	return true;
+}
+
+/*
+ * The header's events (format 1.3), or the one a 1.2 header's options
+ * name, and the one to fold: o.event, or the first.
+ */
+static void take_events(struct sp_fold *f, const msgpack_object *m)
+{
+	events_release(f);
+	const msgpack_object_array *a = sp_map_array(m, "events");
+	const msgpack_object *opts = sp_map_get(m, "options");
+	const char *s = "cpu-clock";
+	size_t n = 9;
+	for (uint32_t i = 0; a && i < a->size; i++) {
+		const msgpack_object *e = &a->ptr[i];
+		if (e->type == MSGPACK_OBJECT_STR)
+			event_add(f, e->via.str.ptr, e->via.str.size);
+		else
+			event_add(f, "?", 1);
+	}
+	if (f->nevnames == 0) {
+		if (opts && opts->type == MSGPACK_OBJECT_MAP)
+			sp_map_str(opts, "event", &s, &n);
+		event_add(f, s, n);
+	}
+	f->ev_picked = f->o.event ? -1 : 0;
+	for (size_t i = 0; f->o.event && i < f->nevnames; i++)
+		if (strcmp(f->evnames[i], f->o.event) == 0) {
+			f->ev_picked = (long)i;
+			break;
+		}
+}
+
+size_t sp_fold_events(const struct sp_fold *f, const char *const **names, long *picked)
+{
+	*names = (const char *const *)f->evnames;
+	*picked = f->ev_picked;
+	return f->nevnames;
+}
+
 static void take_header(struct sp_fold *f, const msgpack_object *m)
 {
 	const char *st = "";
 	size_t n = 0;
 	reset_segment(f);
+	take_events(f, m);
 	sp_map_str(m, "stage", &st, &n);
 	f->stage = n == 7 && memcmp(st, "unwound", 7) == 0 ? SP_STAGE_UNWOUND : SP_STAGE_SYMBOLIZED;
 	const msgpack_object *host = sp_map_get(m, "host");

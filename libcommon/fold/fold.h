@@ -35,6 +35,7 @@ struct sp_fold_options {
 	char **comms;
 	size_t ncomms;
 	double from, to;		/* seconds from the recording's start */
+	const char *event;		/* fold only this event's samples; NULL: the first */
 	const char *per_thread_dir;	/* NULL: none */
 	/*
 	 * How the per-thread files are opened and finished, so that a tool
@@ -144,6 +145,16 @@ int sp_fold_write_new(struct sp_fold *f, FILE *out);
 
 /* The message of the last error; the string lives as long as f. */
 const char *sp_fold_error(const struct sp_fold *f);
+
+/*
+ * The events of the last header read (its "events"; without that key,
+ * the one event its options name, or cpu-clock): their number, with the
+ * names into *names (valid until the next header).  *picked is the index
+ * of the event folded (the first of that name: the samples of every
+ * event of that name are folded), or -1 when o.event names none of them
+ * (no sample is folded then).
+ */
+size_t sp_fold_events(const struct sp_fold *f, const char *const **names, long *picked);
 
 /* Whether any sample was kept: false when the filters matched none. */
 bool sp_fold_any_sample(const struct sp_fold *f);

@@ -90,6 +90,10 @@ struct sp_fold {
 	bool have_start;
 	uint64_t anchor_clock, anchor_real;
 
+	char **evnames;			/* the header's events (malloc'd) */
+	size_t nevnames;
+	long ev_picked;			/* the index of the event folded; -1: none */
+
 	bool filtered, windowed;	/* the options filter by who, by time */
 	uint64_t first_ns, last_ns, period_sum, period_n;
 	bool any_sample;

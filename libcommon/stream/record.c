@@ -199,4 +199,5 @@ void sp_sample_head_read(const msgpack_object *map, struct sp_sample_head *s)
 	sp_map_u64(map, "time", &s->time);
 	sp_map_u64(map, "period", &s->period);
 	sp_map_u64(map, "stack", &s->stack);
+	sp_map_u64(map, "event", &s->event);
 }

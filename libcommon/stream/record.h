@@ -80,6 +80,7 @@ enum sp_vtype {
 	X(HEADER, "reg_names", ARRAY, SP_OPT) \
 	X(HEADER, "start_timestamp_us", UINT, SP_OPT) \
 	X(HEADER, "sample_interval_us", UINT, SP_OPT) \
+	X(HEADER, "events", ARRAY, SP_OPT) \
 	X(PROCESS, "pid", UINT, SP_REQ) \
 	X(PROCESS, "ppid", UINT, SP_OPT) \
 	X(PROCESS, "start_time", UINT, SP_OPT) \
@@ -157,6 +158,7 @@ enum sp_vtype {
 	X(SAMPLE, "uchain", ARRAY, SP_OPT) \
 	X(SAMPLE, "uchain_full", BOOL, SP_OPT) \
 	X(SAMPLE, "stack", UINT, SP_OPT) \
+	X(SAMPLE, "event", UINT, SP_OPT) \
 	X(LOST, "lost", UINT, SP_REQ) \
 	X(LOST, "kind", STR, SP_OPT) \
 	X(LOST, "time", UINT, SP_OPT) \
@@ -295,6 +297,7 @@ struct sp_sample_head {
 	uint64_t pid, tid, time;
 	uint64_t period;	/* 1 when absent */
 	uint64_t stack;		/* the interned stack's id; UINT64_MAX when absent */
+	uint64_t event;		/* its index in the header's events; 0 when absent */
 };
 
 /* Reads a sample record's head; keys that are absent keep the defaults above. */

@@ -231,6 +231,8 @@ void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s)
 		if (s->ufull)
 			sp_mapw_bool(&m, "uchain_full", true);
 	}
+	if (s->event)
+		sp_mapw_u64(&m, "event", s->event);
 	sp_mapw_end(&m);
 }
 

@@ -168,6 +168,7 @@ struct sp_raw_sample_rec {
 	const unsigned char *uips;
 	size_t nu;
 	bool ufull;
+	uint32_t event;			/* index in the header's events; 0: not written */
 };
 void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s);
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <stackpulse.h>
 
@@ -86,8 +87,24 @@ static void bad_options(struct sp_options *o)
 	expect("sp_options_set_stack_size(7)", sp_options_set_stack_size(o, 7), SP_ERR_INVALID);
 	expect("sp_options_set_stack_size(65536)", sp_options_set_stack_size(o, 65536),
 	       SP_ERR_INVALID);
-	expect("sp_options_set_event(\"cycles\")", sp_options_set_event(o, "cycles"),
-	       SP_ERR_UNSUPPORTED);
+	expect("sp_options_set_event(\"cpu-cycles-please\")",
+	       sp_options_set_event(o, "cpu-cycles-please"), SP_ERR_UNSUPPORTED);
+	/* No such tracepoint; or tracefs not mounted; or not this user's to read. */
+	int tp = access("/sys/kernel/tracing/events", X_OK) == 0 ||
+		 access("/sys/kernel/debug/tracing/events", X_OK) == 0 ? SP_ERR_NOT_FOUND :
+		 access("/sys/kernel/tracing/events", F_OK) == 0 ? SP_ERR_PERMISSION :
+		 SP_ERR_UNSUPPORTED;
+	expect("sp_options_set_event(\"sched:no_such_tracepoint_here\")",
+	       sp_options_set_event(o, "sched:no_such_tracepoint_here"), tp);
+	/* Every name sp-capture -e takes, aliases too; the last one set stays. */
+	static const char *const names[] = { "task-clock", "page-faults", "faults",
+		"context-switches", "cs", "cpu-migrations", "migrations", "cycles",
+		"instructions", "cpu-clock" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (sp_options_set_event(o, names[i]) != 0) {
+			printf("FAIL sp_options_set_event(\"%s\"): %s\n", names[i], sp_errmsg(-1));
+			failures++;
+		}
 	expect("sp_options_set_event(NULL name)", sp_options_set_event(o, NULL), SP_ERR_INVALID);
 	expect_null("sp_recorder_new(NULL path)", sp_recorder_new(o, NULL), SP_ERR_INVALID);
 	expect_null("sp_recorder_new(a directory that does not exist)",
