@@ -48,6 +48,11 @@ hot() {
 	u=$(jqs "$T/fp.sps" 'select(.t=="sample" and (.uchain | length) >= 10)' | wc -l)
 	[ "$u" -ge $((n * 9 / 10)) ]
 	[ "$(summary "$T/fp.sps" ignored_user_callchain_frames)" = 0 ]
+	# sp-stat names the mode instead of a stack window of 0 bytes.
+	run -0 sp-stat "$T/fp.sps"
+	[[ "$output" == *"Hz effective, call graph fp (the kernel's frame-pointer walk, no stack copy)"* ]]
+	run -1 grep -q "stack window" <<< "$output"
+	[ "$(sp-stat --json "$T/fp.sps" | jq -r '.recording.call_graph')" = fp ]
 }
 
 @test "--call-graph fp: bytes per sample far below the DWARF recording's" {

@@ -176,6 +176,7 @@ struct stats {
 	size_t nevents;
 	bool have_summary, cut_short;
 	char stage[16], hostname[128], kernel[128], arch[32];
+	char call_graph[8];	/* options.call_graph: "dwarf" (also when absent) or "fp" */
 	uint64_t frequency, stack_size, poll_ms, mmap_pages;
 	bool opt_kernel, have_opts;
 	bool kernel_enabled;
@@ -285,6 +286,12 @@ static void copy_str(char *dst, size_t len, const msgpack_object *m, const char 
 	size_t n;
 	if (sp_map_str(m, key, &s, &n))
 		snprintf(dst, len, "%.*s", (int)(n < len - 1 ? n : len - 1), s);
+}
+
+/* Whether the recording's user frames are the kernel's frame-pointer walk. */
+static bool call_graph_fp(const struct stats *st)
+{
+	return strcmp(st->call_graph, "fp") == 0;
 }
 
 /* A stack of the unwound or symbolized stage: how it ended, and where. */
@@ -910,6 +917,7 @@ static void take_header(struct stats *st, const struct sp_record *rec, const str
 		st->attached = sp_map_array(o, "pids") != NULL || sp_map_array(o, "tids") != NULL;
 		sp_map_u64(o, "frequency", &st->frequency);
 		sp_map_u64(o, "stack_size", &st->stack_size);
+		copy_str(st->call_graph, sizeof(st->call_graph), o, "call_graph");
 		sp_map_u64(o, "poll_ms", &st->poll_ms);
 		sp_map_u64(o, "mmap_pages", &st->mmap_pages);
 		sp_map_bool(o, "kernel", &st->opt_kernel);
@@ -1788,7 +1796,12 @@ static size_t diagnose(const struct stats *st, struct advice *a, bool *unusable)
 	if (trunc && pct(trunc, st->samples) >= 1) {
 		snprintf(what, sizeof(what), "%" PRIu64 " stacks (%.1f%%) were truncated: the stack copy ended before the stack did",
 			 trunc, pct(trunc, st->samples));
-		advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 ", at most 65528)", st->stack_size);
+		if (call_graph_fp(st))
+			advise(a, &n, what, "raise kernel.perf_event_max_stack, the kernel's limit on the "
+			       "frame-pointer walk of --call-graph fp, or record with --call-graph dwarf");
+		else
+			advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 ", at most 65528)",
+			       st->stack_size);
 	}
 	if (st->have_unwind && st->uw_user && pct(st->uw_complete, st->uw_user) < 95) {
 		int said = *unusable && !st->uw_complete ? main_end(st) : 0;
@@ -2049,6 +2062,7 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 	sp_jw_kv_u64(&j, "requested_rate", st->frequency);
 	jw_fixed3(&j, "effective_rate", effective_rate(st));
 	sp_jw_kv_u64(&j, "stack_size", st->stack_size);
+	sp_jw_kv_str(&j, "call_graph", call_graph_fp(st) ? "fp" : "dwarf");
 	sp_jw_kv_bool(&j, "kernel_requested", st->opt_kernel);
 	sp_jw_kv_bool(&j, "kernel_enabled", st->kernel_enabled);
 	sp_jw_kv_u64(&j, "poll_ms", st->poll_ms);
@@ -2163,8 +2177,12 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 			st->segments == 1 ? "" : "s", st->have_summary ? "complete" : "CUT SHORT (no summary)");
 		fprintf(out, "  host %s, kernel %s, %s\n", st->hostname[0] ? st->hostname : "unknown",
 			st->kernel[0] ? st->kernel : "unknown", st->arch[0] ? st->arch : "unknown");
-		fprintf(out, "  duration %.3f s, rate %" PRIu64 " Hz requested, %.0f Hz effective, stack window %" PRIu64 " bytes\n",
-			(double)dur / 1e9, st->frequency, effective_rate(st), st->stack_size);
+		fprintf(out, "  duration %.3f s, rate %" PRIu64 " Hz requested, %.0f Hz effective, ",
+			(double)dur / 1e9, st->frequency, effective_rate(st));
+		if (call_graph_fp(st))
+			fprintf(out, "call graph fp (the kernel's frame-pointer walk, no stack copy)\n");
+		else
+			fprintf(out, "stack window %" PRIu64 " bytes\n", st->stack_size);
 		fprintf(out, "  kernel frames: %s%s\n", st->kernel_enabled ? "recorded" : "not recorded",
 			st->opt_kernel && !st->kernel_enabled ? " (asked for, but denied)" : "");
 	}
