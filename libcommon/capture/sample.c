@@ -19,12 +19,13 @@ struct pending_sample {
 };
 
 /*
- * The kernel entries of a sample's callchain (nr addresses at ips), the
- * context markers dropped: returns their number, and queues each when
- * queue is set.  When user is set, the user entries are counted there.
+ * The entries of a sample's callchain (nr addresses at ips) that lie in
+ * context ctx_want (PERF_CONTEXT_KERNEL or PERF_CONTEXT_USER), the
+ * context markers dropped, leaf first: returns their number, and queues
+ * each when queue is set.
  */
-static uint64_t kernel_entries(struct sp_capture *r, const unsigned char *ips, uint64_t nr,
-			       bool queue, uint64_t *user)
+static uint64_t chain_entries(struct sp_capture *r, const unsigned char *ips, uint64_t nr,
+			      uint64_t ctx_want, bool queue)
 {
 	uint64_t n = 0, ctx = 0;
 	for (uint64_t i = 0; i < nr; i++) {
@@ -32,31 +33,7 @@ static uint64_t kernel_entries(struct sp_capture *r, const unsigned char *ips, u
 		memcpy(&ip, ips + i * 8, 8);
 		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
 			ctx = ip;
-		} else if (ctx == (uint64_t)PERF_CONTEXT_KERNEL) {
-			n++;
-			if (queue)
-				sp_rec_q_add(r, &ip, 8);
-		} else if (ctx == (uint64_t)PERF_CONTEXT_USER && user) {
-			(*user)++;
-		}
-	}
-	return n;
-}
-
-/*
- * The user entries of a callchain (--call-graph fp), leaf first: returns
- * their number, and queues each when queue is set.
- */
-static uint64_t user_entries(struct sp_capture *r, const unsigned char *ips, uint64_t nr,
-			     bool queue)
-{
-	uint64_t n = 0, ctx = 0;
-	for (uint64_t i = 0; i < nr; i++) {
-		uint64_t ip;
-		memcpy(&ip, ips + i * 8, 8);
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
-			ctx = ip;
-		} else if (ctx == (uint64_t)PERF_CONTEXT_USER) {
+		} else if (ctx == ctx_want) {
 			n++;
 			if (queue)
 				sp_rec_q_add(r, &ip, 8);
@@ -140,9 +117,11 @@ taken:
 		return;
 	}
 	/* Kernel entries: markers dropped, user entries counted unless kept. */
-	uint64_t kframes = kernel_entries(r, ips, nr, false, fp ? NULL : &r->ignored_user);
+	uint64_t kframes = chain_entries(r, ips, nr, (uint64_t)PERF_CONTEXT_KERNEL, false);
+	if (!fp)
+		r->ignored_user += chain_entries(r, ips, nr, (uint64_t)PERF_CONTEXT_USER, false);
 	if (fp) {
-		uint64_t nu = user_entries(r, ips, nr, false);
+		uint64_t nu = chain_entries(r, ips, nr, (uint64_t)PERF_CONTEXT_USER, false);
 		/* The kernel's walk stops at its limit, markers not counted. */
 		bool ufull = nu > 0 && kframes + nu >= r->max_stack;
 		/* Recording every task, no user frame may mean no user space. */
@@ -162,8 +141,8 @@ taken:
 		};
 		size_t s = sp_rec_q_begin(r);
 		sp_rec_q_add(r, &ps, sizeof(ps));
-		kernel_entries(r, ips, nr, true, NULL);
-		user_entries(r, ips, nr, true);
+		chain_entries(r, ips, nr, (uint64_t)PERF_CONTEXT_KERNEL, true);
+		chain_entries(r, ips, nr, (uint64_t)PERF_CONTEXT_USER, true);
 		if (sp_rec_q_end(r, SP_REC_SAMPLE, time, s) == 0)
 			r->q[r->nq - 1].sample_pid = (pid_t)pid;
 		r->samples++;
@@ -199,7 +178,7 @@ taken:
 	sp_rec_q_add(r, &ps, sizeof(ps));
 	if (abi)
 		sp_rec_q_add(r, regs, SP_REC_NREGS * 8);
-	kernel_entries(r, ips, nr, true, NULL);
+	chain_entries(r, ips, nr, (uint64_t)PERF_CONTEXT_KERNEL, true);
 	if (dyn)
 		sp_rec_q_add(r, stack, dyn);
 	if (sp_rec_q_end(r, SP_REC_SAMPLE, time, s) == 0)
