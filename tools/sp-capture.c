@@ -91,6 +91,9 @@ static void usage(void)
 	       "                            kernel walks frame pointers: no copy, a tiny\n"
 	       "                            stream, complete only for code built with frame\n"
 	       "                            pointers; there is no auto mode)\n"
+	       "      --off-cpu             also record where threads wait: a stack at each\n"
+	       "                            switch-out, weighted by the time until the thread\n"
+	       "                            runs again (event \"off-cpu\"; see sp-fold --wall)\n"
 	       "      --kernel              also record kernel callchains\n"
 	       "      --inherit             follow threads and children created later\n"
 	       "                            (the default, but with -t)\n"
@@ -382,7 +385,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
 	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP, FORCE, ALLOW_EMPTY,
-	       CALL_GRAPH, EVENT_FALLBACK };
+	       CALL_GRAPH, EVENT_FALLBACK, OFF_CPU };
 	bool stop_given = false;
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -401,6 +404,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		{ "event-fallback", no_argument, NULL, EVENT_FALLBACK },
 		{ "stack-size", required_argument, NULL, STACK_SIZE },
 		{ "kernel", no_argument, NULL, KERNEL },
+		{ "off-cpu", no_argument, NULL, OFF_CPU },
 		{ "call-graph", required_argument, NULL, CALL_GRAPH },
 		{ "inherit", no_argument, NULL, INHERIT },
 		{ "no-inherit", no_argument, NULL, NO_INHERIT },
@@ -467,6 +471,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 			break;
 		case CALL_GRAPH: parse_call_graph(c, optarg); break;
 		case KERNEL: c->o.kernel = true; break;
+		case OFF_CPU: c->o.off_cpu = true; break;
 		case INHERIT: c->inherit = 1; break;
 		case NO_INHERIT: c->inherit = 0; break;
 		case DESCENDANTS: c->o.descendants = true; break;
@@ -545,6 +550,9 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		sp_usage_error("--stack-size applies to --call-graph dwarf: with fp no stack is copied");
 	if (c->o.call_graph_fp)
 		c->o.stack_size = 0;
+	if (c->o.off_cpu && c->o.nevents >= SP_MAX_EVENTS)
+		sp_usage_error("--off-cpu takes one of the %d events a recording may have: "
+			       "give at most %d with -e", SP_MAX_EVENTS, SP_MAX_EVENTS - 1);
 	if (c->o.period && c->o.frequency_given)
 		sp_usage_error("give either -c PERIOD or -F HZ, not both");
 	/* The rate checks know -F's rate; tracepoints sample every hit unless -F says. */

@@ -42,6 +42,11 @@ static void usage(void)
 	       "      --all                --kernel --jit\n"
 	       "      --show-hidden        keep frames hidden by default (start-up scaffolding)\n"
 	       "      --weight W           samples (default) or period\n"
+	       "      --off-cpu            only the time threads spent off the CPU (a\n"
+	       "                           recording of sp-capture --off-cpu), in ns; each\n"
+	       "                           stack ends in [off-cpu], or [preempted] when\n"
+	       "                           the thread could have run\n"
+	       "      --wall               on-CPU and off-CPU time together, in ns\n"
 	       "      --only-pid PID,...   only these processes\n"
 	       "      --only-tid TID,...   only these threads\n"
 	       "      --only-comm NAME,... only processes of these names\n"
@@ -163,11 +168,22 @@ static FILE *open_thread_file(const char *path)
  * error; without --event, a recording of several events is folded for
  * its first, and that is said once.
  */
-static void check_events(struct sp_fold *f, const char *want, bool *told)
+static void check_events(struct sp_fold *f, const struct sp_fold_options *o, bool *told)
 {
 	const char *const *names;
 	long picked;
+	const char *want = o->event;
 	size_t n = sp_fold_events(f, &names, &picked);
+	long off = sp_fold_off_cpu_event(f);
+	if ((o->off_cpu || o->wall) && off < 0)
+		sp_die(SP_EXIT_FATAL, "the recording has no off-CPU time for %s: record it "
+		       "with sp-capture --off-cpu", o->off_cpu ? "--off-cpu" : "--wall");
+	if (o->wall && picked >= 0 && strcmp(names[picked], "cpu-clock") != 0 &&
+	    strcmp(names[picked], "task-clock") != 0)
+		sp_die(SP_EXIT_FATAL, "--wall adds off-CPU time to time on the CPU, but the "
+		       "recording's event '%s' counts no time: record with -e cpu-clock (the "
+		       "default) or task-clock, or give --event with one of them",
+		       names[picked]);
 	if (picked < 0) {
 		struct sp_buf list = SP_BUF_INIT;
 		for (size_t i = 0; i < n; i++)
@@ -176,13 +192,25 @@ static void check_events(struct sp_fold *f, const char *want, bool *told)
 			       "of them to --event)", want, n ? list.p : "none");
 	}
 	struct sp_buf left = SP_BUF_INIT;
-	for (size_t i = 1; !want && i < n; i++)
-		if (strcmp(names[i], names[0]) != 0)
-			sp_buf_addf(&left, "%s%s", left.len ? ", " : "", names[i]);
+	bool off_left = false;
+	for (size_t i = 1; !want && !o->off_cpu && i < n; i++) {
+		if (strcmp(names[i], names[0]) == 0)
+			continue;
+		if ((long)i == off) {
+			off_left = !o->wall;
+			continue;
+		}
+		sp_buf_addf(&left, "%s%s", left.len ? ", " : "", names[i]);
+	}
 	if (left.len && !*told) {
 		sp_warn("the recording has %zu events: folding the samples of '%s' only, "
 			"leaving out those of %s; pick one with --event NAME", n, names[0],
 			left.p);
+		*told = true;
+	}
+	if (off_left && !*told) {
+		sp_warn("the recording has off-CPU time too, left out: --off-cpu folds it, "
+			"--wall folds it with the time on the CPU");
 		*told = true;
 	}
 	sp_buf_release(&left);
@@ -214,7 +242,7 @@ int main(int argc, char **argv)
 {
 	enum { FORMAT = 256, PID, TID, KERNEL, JIT, INLINE, ADDRS, ALL, SHOW_HIDDEN, WEIGHT,
 	       ONLY_PID, ONLY_TID, ONLY_COMM, FROM, TO, PER_THREAD, ALLOW_EMPTY, TOP, SORT,
-	       BY_PROCESS, BY_THREAD, EVENT };
+	       BY_PROCESS, BY_THREAD, EVENT, OFF_CPU, WALL };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, FORMAT },
@@ -229,6 +257,8 @@ int main(int argc, char **argv)
 		{ "all", no_argument, NULL, ALL },
 		{ "show-hidden", no_argument, NULL, SHOW_HIDDEN },
 		{ "weight", required_argument, NULL, WEIGHT },
+		{ "off-cpu", no_argument, NULL, OFF_CPU },
+		{ "wall", no_argument, NULL, WALL },
 		{ "only-pid", required_argument, NULL, ONLY_PID },
 		{ "only-tid", required_argument, NULL, ONLY_TID },
 		{ "only-comm", required_argument, NULL, ONLY_COMM },
@@ -284,6 +314,8 @@ int main(int argc, char **argv)
 		case ONLY_TID: split_u64(optarg, "--only-tid", &o.tids, &o.ntids, &alloc_tids); break;
 		case ONLY_COMM: split_str(optarg, &o.comms, &o.ncomms, &alloc_comms); break;
 		case EVENT: o.event = optarg; break;
+		case OFF_CPU: o.off_cpu = true; break;
+		case WALL: o.wall = true; break;
 		case FROM: o.from = parse_seconds(optarg, "--from"); break;
 		case TO: o.to = parse_seconds(optarg, "--to"); break;
 		case PER_THREAD:
@@ -311,6 +343,10 @@ int main(int argc, char **argv)
 	const char *input = sp_single_input(argc, argv, optind);
 	if (o.from >= o.to)
 		sp_usage_error("--from must be before --to");
+	if (o.off_cpu && o.wall)
+		sp_usage_error("give --off-cpu (off-CPU time only) or --wall (all of it), not both");
+	if (o.off_cpu && o.event)
+		sp_usage_error("--off-cpu folds the off-CPU time: no --event with it");
 	if (want_sort && !want_top)
 		sp_usage_error("--sort is for --top");
 	if (want_top && (o.format != SP_FOLD_FOLDED || o.per_thread_dir))
@@ -368,7 +404,7 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (rec.type == SP_R_HEADER)
-			check_events(f, o.event, &told_events);
+			check_events(f, &o, &told_events);
 	}
 	if (sp_report_input_end(r, rs, input ? input : "-", "folded") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;

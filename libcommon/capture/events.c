@@ -30,6 +30,8 @@ static long perf_event_open(struct perf_event_attr *a, pid_t pid, int cpu)
  */
 uint64_t sp_rec_fixed_period(const struct sp_capture *r, int ev)
 {
+	if (r->ev[ev].kind == SP_EVENT_OFF_CPU)
+		return 1;	/* every switch-out */
 	if (r->o.period)
 		return r->o.period;
 	if (r->ev[ev].kind == SP_EVENT_TRACEPOINT && !r->o.frequency_given)
@@ -102,6 +104,8 @@ static void fill_attr(const struct sp_capture *r, struct perf_event_attr *a, boo
 		a->task = 0;
 		a->build_id = 0;
 	}
+	/* --off-cpu: the switch records tell when a thread runs again. */
+	a->context_switch = r->ev[ev].kind == SP_EVENT_OFF_CPU;
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
@@ -260,6 +264,15 @@ int sp_rec_open_thread(struct sp_capture *r, pid_t pid, pid_t tid, bool on_exec)
 					return -1;
 				continue;
 			}
+			if ((e == EACCES || e == EPERM) && r->ev[ev].kind == SP_EVENT_OFF_CPU)
+				return sp_error_set(&r->err, SP_ERR_PERMISSION, "cannot record "
+						    "--off-cpu for thread %d: %s (a thread is "
+						    "sampled as it leaves the CPU, in kernel code, "
+						    "which perf_event_paranoid %d keeps from "
+						    "unprivileged users); run as root, grant "
+						    "CAP_PERFMON, or 'sysctl "
+						    "kernel.perf_event_paranoid=1'", (int)tid,
+						    strerror(e), sp_perf_paranoid());
 			if ((e == EACCES || e == EPERM) && r->ev[ev].in_kernel)
 				return sp_error_set(&r->err, SP_ERR_PERMISSION, "cannot open the "
 						    "event '%s' for thread %d: %s (it fires in "

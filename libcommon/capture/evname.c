@@ -54,6 +54,16 @@ void sp_event_default(struct sp_event *ev)
 	ev->kind = known[0].kind;
 }
 
+void sp_event_off_cpu(struct sp_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	snprintf(ev->name, sizeof(ev->name), "off-cpu");
+	ev->type = PERF_TYPE_SOFTWARE;
+	ev->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	ev->kind = SP_EVENT_OFF_CPU;
+	ev->in_kernel = true;
+}
+
 /* A tracepoint's subsystem or name: letters, digits and '_' only. */
 static bool tp_word(const char *s, size_t n)
 {

@@ -23,6 +23,8 @@
  *   jitdump.c    jitdump files the processes announce, read as they grow
  *   system.c     system-wide recording (-a): one event per CPU for every
  *                task, and every process in /proc synthesized
+ *   offcpu.c     --off-cpu: each thread's switch-out sample held until it
+ *                runs again, then written weighted by the time it was off
  *
  * Invariants:
  * - Every record but the header and the summary goes through the queue,
@@ -132,6 +134,7 @@ enum sp_rec_kind {
 	SP_REC_THREAD,
 	SP_REC_JITDUMP,		/* jitdump.c */
 	SP_REC_IMAGE,		/* vdso.c */
+	SP_REC_SWITCH,		/* offcpu.c */
 };
 
 /* A record waiting in the queue to be written in time order. */
@@ -180,6 +183,9 @@ struct sp_capture {
 	bool ev_opened[SP_MAX_EVENTS];
 	const char *fell_back[SP_MAX_EVENTS];
 	struct sp_u64map ids;
+	int offcpu_ev;			/* the index of "off-cpu" in ev[], or -1 */
+	struct sp_u64map offcpu;	/* tid -> struct sp_rec_offcpu: switched out, not yet back */
+	uint64_t offcpu_intervals, offcpu_no_stack;
 
 	struct sp_u64map procs;		/* pid -> struct sp_rec_proc */
 	struct sp_u64map tids;		/* tid -> a marker: the threads seen */
@@ -267,7 +273,40 @@ void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsig
 /* sample.c */
 
 void sp_rec_handle_sample(struct sp_capture *r, const unsigned char *rec, size_t size);
-void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p);
+/*
+ * Writes a queued sample of len bytes; an off-CPU one is handed to
+ * offcpu.c instead, which writes it when its thread runs again, with
+ * the time, period and preempted of the struct it passes as off.
+ */
+struct sp_rec_off {
+	uint64_t time, period;
+	bool preempted;
+};
+void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p, size_t len,
+			 const struct sp_rec_off *off);
+/* The thread and time of a queued sample. */
+void sp_rec_sample_tid_time(const unsigned char *p, uint32_t *pid, uint32_t *tid,
+			    uint64_t *time);
+
+/*
+ * offcpu.c.  A context-switch record as the queue keeps it; in: the
+ * thread runs again, else it left the CPU (preempted: while runnable).
+ */
+struct sp_rec_switch {
+	uint32_t pid, tid;
+	uint64_t time;
+	bool in, preempted;
+};
+/* Queues a PERF_RECORD_SWITCH or SWITCH_CPU_WIDE. */
+void sp_rec_offcpu_queue(struct sp_capture *r, const struct sp_rec_switch *s);
+/* Keeps a thread's switch-out sample (len bytes, as queued). */
+void sp_rec_offcpu_keep(struct sp_capture *r, const unsigned char *p, size_t len);
+void sp_rec_write_switch(struct sp_capture *r, const unsigned char *p);
+/* A thread has exited: what it held is dropped. */
+void sp_rec_offcpu_forget(struct sp_capture *r, uint32_t tid);
+/* At the end: every thread still off the CPU, written as off until end. */
+void sp_rec_offcpu_end(struct sp_capture *r, uint64_t end);
+void sp_rec_offcpu_release(struct sp_capture *r);
 
 /*
  * ordered.c: queueing a record, as the first invariant says.  A queued

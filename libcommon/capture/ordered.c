@@ -38,7 +38,10 @@ static void write_one(struct sp_capture *r, const struct sp_rec_qent *e)
 	const unsigned char *p = (const unsigned char *)r->qbuf.p + e->off;
 	switch (e->kind) {
 	case SP_REC_SAMPLE:
-		sp_rec_write_sample(r, p);
+		sp_rec_write_sample(r, p, e->len, NULL);
+		break;
+	case SP_REC_SWITCH:
+		sp_rec_write_switch(r, p);
 		break;
 	case SP_REC_COMM:
 	case SP_REC_TASK:

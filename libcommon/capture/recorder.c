@@ -87,6 +87,14 @@ struct sp_capture *sp_capture_new(const struct sp_capture_options *o,
 			r->ev[i] = o->events[i];
 		else
 			sp_event_default(&r->ev[i]);
+	r->offcpu_ev = -1;
+	if (o->off_cpu) {
+		if (r->nev == SP_MAX_EVENTS)
+			r->nev--;	/* sp-capture refuses this many events with --off-cpu */
+		r->offcpu_ev = (int)r->nev;
+		sp_event_off_cpu(&r->ev[r->nev++]);
+	}
+	sp_u64map_init(&r->offcpu);
 	sp_ustack_cache_init(&r->ustacks);
 	sp_buf_init(&r->qbuf);
 	sp_hashmap_init(&r->bids, sp_rec_bid_cmp);
@@ -150,6 +158,7 @@ void sp_capture_free(struct sp_capture *r)
 	sp_u64map_release(&r->tids, NULL);
 	sp_u64map_release(&r->ids, NULL);
 	sp_ustack_cache_release(&r->ustacks);
+	sp_rec_offcpu_release(r);
 	free(r->targets);
 	free(r->only_tids);
 	sp_hashmap_release(&r->bids, free_bid);
@@ -399,6 +408,8 @@ static void fill_summary(const struct sp_capture *r, uint64_t end, struct sp_sum
 		.duration_ns = r->started ? end - r->start_ns : 0, .time = end,
 		.has_command_status = r->child > 0 && st >= 0,
 		.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st),
+		.off_cpu = r->offcpu_ev >= 0, .off_cpu_intervals = r->offcpu_intervals,
+		.off_cpu_no_stack = r->offcpu_no_stack,
 	};
 }
 
@@ -437,6 +448,9 @@ int sp_capture_finish(struct sp_capture *r)
 	}
 	if (sp_rec_q_flush(r, UINT64_MAX) < 0)
 		return -1;
+	sp_rec_offcpu_end(r, end);
+	if (sp_writer_failed(r->w))
+		return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));
 	pack_summary(r, end);
 	if (sp_writer_flush(r->w) < 0)
 		return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));

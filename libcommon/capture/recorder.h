@@ -33,6 +33,12 @@ enum sp_event_kind {
 	SP_EVENT_SOFTWARE,	/* page-faults, context-switches, cpu-migrations */
 	SP_EVENT_HARDWARE,	/* cycles, instructions: a PMU's */
 	SP_EVENT_TRACEPOINT,	/* SUBSYSTEM:NAME */
+	/*
+	 * --off-cpu: the context-switches event at every switch-out, whose
+	 * samples are held until the thread runs again and then written as
+	 * samples of "off-cpu" weighted by the nanoseconds it was off the CPU.
+	 */
+	SP_EVENT_OFF_CPU,
 };
 
 /* One event to sample on, as sp_event_parse() made it. */
@@ -55,6 +61,8 @@ struct sp_error;
 int sp_event_parse(const char *name, struct sp_event *ev, struct sp_error *err);
 /* cpu-clock, the default event. */
 void sp_event_default(struct sp_event *ev);
+/* The "off-cpu" event of --off-cpu (SP_EVENT_OFF_CPU). */
+void sp_event_off_cpu(struct sp_event *ev);
 /* The names sp_event_parse() knows, for messages (a string constant). */
 const char *sp_event_known_names(void);
 
@@ -70,6 +78,7 @@ struct sp_capture_options {
 	uint64_t period;		/* -c: every period events, not -F's rate; 0: none */
 	bool frequency_given;		/* -F was given: tracepoints sample at its rate too */
 	bool event_fallback;		/* a hardware event that cannot be opened: cpu-clock */
+	bool off_cpu;			/* --off-cpu: an "off-cpu" event after the others */
 	bool stop;			/* SIGSTOP a -p target while attaching (--stop) */
 	/*
 	 * Every task on the CPUs (-a): events with pid -1, one per CPU of

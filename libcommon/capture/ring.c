@@ -281,6 +281,29 @@ static void handle_throttle(struct sp_capture *r, const unsigned char *rec, size
 	queue(r, SP_REC_THROTTLE, t.time, &t, sizeof(t));
 }
 
+/*
+ * A context switch of --off-cpu (only its event asks for them): the
+ * thread in the sample_id trailer leaves the CPU or comes back to it.
+ */
+static void handle_switch(struct sp_capture *r, const unsigned char *rec, size_t size,
+			  uint16_t misc, bool cpu_wide)
+{
+	if (size < sizeof(struct perf_event_header) + (cpu_wide ? 8u : 0u) + 24) {
+		bad_record(r);
+		return;
+	}
+	struct sample_id id = trailer(r, rec, size);
+	struct sp_rec_switch s = {
+		.pid = id.pid, .tid = id.tid, .time = id.time,
+		.in = !(misc & PERF_RECORD_MISC_SWITCH_OUT),
+		.preempted = (misc & PERF_RECORD_MISC_SWITCH_OUT) &&
+			     (misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT),
+	};
+	if (s.tid == 0 || s.tid == UINT32_MAX || s.time == 0)
+		return;	/* the idle task, or a record without its thread */
+	sp_rec_offcpu_queue(r, &s);
+}
+
 /* Writes a queued comm, exec, fork, exit, lost, throttle or unthrottle. */
 void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsigned char *p)
 {
@@ -299,6 +322,8 @@ void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsig
 	case SP_REC_TASK:
 		memcpy(&u.task, p, sizeof(u.task));
 		sp_write_task(r->w, &u.task);
+		if (!u.task.fork)
+			sp_rec_offcpu_forget(r, u.task.tid);
 		break;
 	case SP_REC_LOST:
 		memcpy(&u.lost, p, sizeof(u.lost));
@@ -325,6 +350,8 @@ static void handle_record(struct sp_capture *r, const unsigned char *rec, size_t
 	case PERF_RECORD_LOST_SAMPLES: handle_lost(r, rec, size, true); break;
 	case PERF_RECORD_THROTTLE: handle_throttle(r, rec, size, true); break;
 	case PERF_RECORD_UNTHROTTLE: handle_throttle(r, rec, size, false); break;
+	case PERF_RECORD_SWITCH: handle_switch(r, rec, size, h.misc, false); break;
+	case PERF_RECORD_SWITCH_CPU_WIDE: handle_switch(r, rec, size, h.misc, true); break;
 	default: break;	/* other side-band records are not needed */
 	}
 }

@@ -190,11 +190,26 @@ bad:
 	r->errors[SP_E_BAD_KERNEL_RECORD]++;
 }
 
-/* Writes a queued sample, sharing its stack copy's tail. */
-void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p)
+void sp_rec_sample_tid_time(const unsigned char *p, uint32_t *pid, uint32_t *tid,
+			    uint64_t *time)
 {
 	struct pending_sample ps;
 	memcpy(&ps, p, sizeof(ps));
+	*pid = ps.pid;
+	*tid = ps.tid;
+	*time = ps.time;
+}
+
+/* Writes a queued sample, sharing its stack copy's tail. */
+void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p, size_t len,
+			 const struct sp_rec_off *off)
+{
+	struct pending_sample ps;
+	memcpy(&ps, p, sizeof(ps));
+	if (!off && (int)ps.event == r->offcpu_ev) {
+		sp_rec_offcpu_keep(r, p, len);
+		return;
+	}
 	const unsigned char *regs = p + sizeof(ps);
 	const unsigned char *kips = regs + ps.nregs * 8;
 	const unsigned char *uips = kips + ps.nk * 8;
@@ -214,5 +229,10 @@ void sp_rec_write_sample(struct sp_capture *r, const unsigned char *p)
 		.uips = ps.fp ? uips : NULL, .nu = ps.nu, .ufull = ps.ufull,
 		.event = ps.event,
 	};
+	if (off) {
+		s.time = off->time;
+		s.period = off->period;
+		s.preempted = off->preempted;
+	}
 	sp_write_raw_sample(r->w, &s);
 }

@@ -335,7 +335,8 @@ static void encode(struct pp *p, struct sp_buf *out)
 	if (add_string(p, "", 0, sp_hash_bytes("", 0)) < 0)
 		return;
 	uint32_t s_samples = str_id(p, "samples"), s_count = str_id(p, "count");
-	uint32_t s_cpu = str_id(p, "cpu"), s_ns = str_id(p, "nanoseconds");
+	uint32_t s_cpu = str_id(p, v->time_name ? v->time_name : "cpu");
+	uint32_t s_ns = str_id(p, "nanoseconds");
 	uint32_t s_pid = str_id(p, "pid"), s_tid = str_id(p, "tid");
 	uint32_t s_comm = str_id(p, "comm"), s_thread = str_id(p, "thread");
 

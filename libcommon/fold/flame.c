@@ -244,7 +244,12 @@ static void frame_color(const struct sp_flame *f, uint32_t i, char *buf, size_t 
 	double v1 = (double)(h & 0xffff) / 65535, v2 = (double)(h >> 16 & 0xffff) / 65535,
 	       v3 = (double)(h >> 32 & 0xffff) / 65535;
 	int r, g, b;
-	if (kinds && has_suffix(name, "_[k]")) {	/* orange */
+	bool waited = nd->count[1] > 0 && nd->off == nd->count[1];
+	if (waited && strcmp(name, SP_FOLD_PREEMPTED) == 0) {	/* grey: could have run */
+		r = g = 150 + (int)(40 * v1), b = 190 + (int)(40 * v1);
+	} else if (waited) {	/* blue, as off-CPU flame graphs are */
+		r = g = 60 + (int)(70 * v1), b = 190 + (int)(65 * v2);
+	} else if (kinds && has_suffix(name, "_[k]")) {	/* orange */
 		r = 190 + (int)(65 * v1), g = 90 + (int)(65 * v1), b = 0;
 	} else if (kinds && has_suffix(name, "_[j]")) {	/* green */
 		r = 50 + (int)(60 * v1), g = 200 + (int)(55 * v1), b = 50 + (int)(60 * v1);
@@ -270,6 +275,12 @@ static void put_title(FILE *out, const struct sp_flame *f, uint32_t i)
 	const char *name = f->t.names.str[nd->name];
 	put_xml(out, name, strlen(name));
 	double a = root->count[1] ? 100.0 * (double)nd->count[1] / (double)root->count[1] : 0;
+	if (!f->diff && root->off) {
+		/* sp-fold --off-cpu or --wall: weights in nanoseconds. */
+		fprintf(out, " (%.6f s, %.2f%%%s)", (double)nd->count[1] / 1e9, a,
+			nd->off == 0 ? "" : nd->off == nd->count[1] ? ", off the CPU" : "");
+		return;
+	}
 	if (!f->diff) {
 		fprintf(out, " (%llu sample%s, %.2f%%)", (unsigned long long)nd->count[1],
 			plural(nd->count[1]), a);

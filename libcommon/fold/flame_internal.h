@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fold/flame.h"
+#include "fold/fold.h"
 #include "util/error.h"
 #include "util/hashmap.h"
 #include "util/strbuf.h"
@@ -36,6 +37,7 @@ struct flame_names {
 /* A frame of the merged tree; node 0 is the root, "all". */
 struct flame_node {
 	uint64_t count[2];	/* samples before and after; after alone if not a diff */
+	uint64_t off;		/* of count[1], stacks ending in [off-cpu] or [preempted] */
 	uint32_t parent, name, depth;
 };
 

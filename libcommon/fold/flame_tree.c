@@ -185,6 +185,12 @@ static int tree_add(struct flame_tree *t, const char *s, size_t len, bool revers
 			*why = "the counts add up to more than 2^53";
 	if (*why)
 		return 1;
+	/* sp-fold --off-cpu and --wall end an off-CPU stack so: its time is drawn apart. */
+	const struct flame_frame *leaf = &t->frames[n - 1];
+	bool off = (leaf->len == strlen(SP_FOLD_OFF_CPU) &&
+		    memcmp(leaf->p, SP_FOLD_OFF_CPU, leaf->len) == 0) ||
+		   (leaf->len == strlen(SP_FOLD_PREEMPTED) &&
+		    memcmp(leaf->p, SP_FOLD_PREEMPTED, leaf->len) == 0);
 	if (reverse)
 		for (size_t i = 0; i < n / 2; i++) {
 			struct flame_frame f = t->frames[i];
@@ -195,6 +201,8 @@ static int tree_add(struct flame_tree *t, const char *s, size_t len, bool revers
 	bool same = true;	/* the same path as the previous line so far */
 	for (int c = 0; c < 2; c++)
 		t->node[0].count[c] += count[c];
+	if (off)
+		t->node[0].off += count[1];
 	for (size_t i = 0; i < n; i++) {
 		struct flame_frame *f = &t->frames[i];
 		same = same && i < t->nprev && f->len == t->prev[i].len &&
@@ -212,6 +220,8 @@ static int tree_add(struct flame_tree *t, const char *s, size_t len, bool revers
 		f->node = at;
 		for (int c = 0; c < 2; c++)
 			t->node[at].count[c] += count[c];
+		if (off)
+			t->node[at].off += count[1];
 	}
 	struct flame_frame *swap = t->prev;
 	size_t swap_alloc = t->alloc_prev;

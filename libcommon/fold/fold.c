@@ -32,6 +32,10 @@ struct sp_fold *sp_fold_new(const struct sp_fold_options *o)
 	if (!f)
 		return NULL;
 	f->o = *o;
+	/* Time off the CPU is known as a duration only. */
+	f->o.period = o->period || o->off_cpu || o->wall;
+	f->ev_off_cpu = -1;
+	sp_u64map_init(&f->off_stacks);
 	f->filtered = o->npids || o->ntids || o->ncomms;
 	f->windowed = o->from > 0 || o->to < INFINITY;
 	f->names_gen = 1;
@@ -84,6 +88,7 @@ void sp_fold_free(struct sp_fold *f)
 	reset_segment(f);
 	fold_tables_release(f);
 	events_release(f);
+	sp_u64map_release(&f->off_stacks, NULL);
 	free(f->segframes);
 	free(f->seg_disp);
 	free(f->symstacks);
@@ -345,6 +350,53 @@ static bool same_event(const struct sp_fold *f, uint64_t ev)
 	       strcmp(f->evnames[ev], f->evnames[f->ev_picked]) == 0;
 }
 
+/*
+ * Stack k of an off-CPU sample, with the frame that says so as its leaf:
+ * [off-cpu] for a thread that waited, [preempted] for one that could
+ * have run.
+ */
+static int off_cpu_stack(struct sp_fold *f, uint32_t *k, bool preempted)
+{
+	uint64_t key = (uint64_t)*k << 1 | preempted;
+	uintptr_t hit = (uintptr_t)sp_u64map_get(&f->off_stacks, key);
+	if (hit) {
+		*k = (uint32_t)(hit - 1);
+		return 0;
+	}
+	struct sp_fold_frame proto = {
+		.name = preempted ? SP_FOLD_PREEMPTED : SP_FOLD_OFF_CPU, .address_only = true,
+	};
+	uint32_t d, nk;
+	if (fold_frame(f, &proto, &d) < 0)
+		return -1;
+	/* The stack's frames live in the arena, which grows: copied first. */
+	size_t n = f->stacks[*k].n;
+	if (SP_ALLOC_GROW(f->scratch, n + 1, f->allocscratch) < 0)
+		return fold_nomem(f);
+	if (n)
+		memcpy(f->scratch, f->arena + f->stack_off[*k], n * sizeof(*f->scratch));
+	f->scratch[n] = d;
+	if (fold_stack(f, f->scratch, n + 1, &nk) < 0)
+		return -1;
+	if (sp_u64map_put(&f->off_stacks, key, (void *)(uintptr_t)(nk + 1)) < 0)
+		return fold_nomem(f);
+	*k = nk;
+	return 0;
+}
+
+/* Whether a sample of event ev is folded, and whether as off-CPU time. */
+static bool wanted_event(const struct sp_fold *f, uint64_t ev, bool *off)
+{
+	*off = false;
+	if (f->o.off_cpu || f->o.wall) {
+		*off = f->ev_off_cpu >= 0 && ev < f->nevnames &&
+		       strcmp(f->evnames[ev], "off-cpu") == 0;
+		if (*off || f->o.off_cpu)
+			return *off;
+	}
+	return ev == (uint64_t)f->ev_picked || same_event(f, ev);
+}
+
 static int take_sample(struct sp_fold *f, const msgpack_object *m)
 {
 	struct sp_sample_head h;
@@ -356,7 +408,8 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 	}
 	if (f->windowed && !fold_in_range(f, time))
 		return 0;
-	if (h.event != (uint64_t)f->ev_picked && !same_event(f, h.event))
+	bool off;
+	if (!wanted_event(f, h.event, &off))
 		return 0;
 	uint32_t t, k;
 	bool known = fold_thread_cached(f, (uint32_t)pid, (uint32_t)tid, &t);
@@ -390,6 +443,12 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 		return sp_error_set(&f->err, SP_ERR_BAD_INPUT, "sample refers to undefined stack %llu",
 				    (unsigned long long)stack);
 	}
+	if (off) {
+		bool preempted = false;
+		sp_map_bool(m, "preempted", &preempted);
+		if (off_cpu_stack(f, &k, preempted) < 0)
+			return -1;
+	}
 	if (!known) {
 		const char *tcomm = sp_u64map_get(&f->tcomms, tid);
 		if (fold_thread(f, (uint32_t)pid, (uint32_t)tid, comm, tcomm ? tcomm : comm, &t) < 0)
@@ -404,8 +463,10 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 	if (!f->any_sample && f->anchor_clock)
 		f->wall_start = f->anchor_real + (time - f->anchor_clock);
 	f->any_sample = true;
-	f->period_sum += period;
-	f->period_n++;
+	if (!off) {
+		f->period_sum += period;
+		f->period_n++;
+	}
 	return 0;
 }
 
@@ -445,12 +506,21 @@ static void take_events(struct sp_fold *f, const msgpack_object *m)
 			sp_map_str(opts, "event", &s, &n);
 		event_add(f, s, n);
 	}
+	f->ev_off_cpu = -1;
+	for (size_t i = 0; i < f->nevnames && f->ev_off_cpu < 0; i++)
+		if (strcmp(f->evnames[i], "off-cpu") == 0)
+			f->ev_off_cpu = (long)i;
 	f->ev_picked = f->o.event ? -1 : 0;
 	for (size_t i = 0; f->o.event && i < f->nevnames; i++)
 		if (strcmp(f->evnames[i], f->o.event) == 0) {
 			f->ev_picked = (long)i;
 			break;
 		}
+}
+
+long sp_fold_off_cpu_event(const struct sp_fold *f)
+{
+	return f->ev_off_cpu;
 }
 
 size_t sp_fold_events(const struct sp_fold *f, const char *const **names, long *picked)

@@ -36,6 +36,13 @@ struct sp_fold_options {
 	size_t ncomms;
 	double from, to;		/* seconds from the recording's start */
 	const char *event;		/* fold only this event's samples; NULL: the first */
+	/*
+	 * Off-CPU time (sp-capture --off-cpu, the "off-cpu" event): off_cpu
+	 * folds only it, wall the event folded (a clock) and it; either way
+	 * by period (nanoseconds), each off-CPU stack ending in an [off-cpu]
+	 * frame, or [preempted] for a thread that was runnable meanwhile.
+	 */
+	bool off_cpu, wall;
 	const char *per_thread_dir;	/* NULL: none */
 	/*
 	 * How the per-thread files are opened and finished, so that a tool
@@ -109,8 +116,9 @@ struct sp_fold_view {
 	size_t ncounts;
 	uint64_t start_ns, end_ns;	/* first and last sample, stream clock */
 	uint64_t wall_start_ns;		/* start_ns on CLOCK_REALTIME, 0 unknown */
-	uint64_t sample_period_ns;	/* a typical period (median-free: mean) */
+	uint64_t sample_period_ns;	/* a typical on-CPU period (median-free: mean) */
 	bool weight_period;
+	const char *time_name;		/* what the period weighs: "cpu", "off-cpu" or "wall" */
 };
 
 struct sp_fold;
@@ -155,6 +163,12 @@ const char *sp_fold_error(const struct sp_fold *f);
  * (no sample is folded then).
  */
 size_t sp_fold_events(const struct sp_fold *f, const char *const **names, long *picked);
+/* The index of the recording's "off-cpu" event, or -1 when it has none. */
+long sp_fold_off_cpu_event(const struct sp_fold *f);
+
+/* The name of the leaf frame of off-CPU stacks: "[off-cpu]", or "[preempted]". */
+#define SP_FOLD_OFF_CPU "[off-cpu]"
+#define SP_FOLD_PREEMPTED "[preempted]"
 
 /* Whether any sample was kept: false when the filters matched none. */
 bool sp_fold_any_sample(const struct sp_fold *f);

@@ -93,6 +93,8 @@ struct sp_fold {
 	char **evnames;			/* the header's events (malloc'd) */
 	size_t nevnames;
 	long ev_picked;			/* the index of the event folded; -1: none */
+	long ev_off_cpu;		/* the index of "off-cpu"; -1: none */
+	struct sp_u64map off_stacks;	/* stack << 1 | preempted -> its off-CPU stack + 1 */
 
 	bool filtered, windowed;	/* the options filter by who, by time */
 	uint64_t first_ns, last_ns, period_sum, period_n;

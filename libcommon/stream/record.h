@@ -159,6 +159,7 @@ enum sp_vtype {
 	X(SAMPLE, "uchain_full", BOOL, SP_OPT) \
 	X(SAMPLE, "stack", UINT, SP_OPT) \
 	X(SAMPLE, "event", UINT, SP_OPT) \
+	X(SAMPLE, "preempted", BOOL, SP_OPT) \
 	X(LOST, "lost", UINT, SP_REQ) \
 	X(LOST, "kind", STR, SP_OPT) \
 	X(LOST, "time", UINT, SP_OPT) \
@@ -207,6 +208,8 @@ enum sp_vtype {
 	X(SUMMARY, "duration_ns", UINT, SP_OPT) \
 	X(SUMMARY, "time", UINT, SP_OPT) \
 	X(SUMMARY, "command_status", INT, SP_OPT) \
+	X(SUMMARY, "off_cpu_intervals", UINT, SP_OPT) \
+	X(SUMMARY, "off_cpu_no_stack", UINT, SP_OPT) \
 	X(UNWIND, "samples", UINT, SP_REQ) \
 	X(UNWIND, "user_samples", UINT, SP_REQ) \
 	X(UNWIND, "complete", UINT, SP_REQ) \

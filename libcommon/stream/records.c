@@ -233,6 +233,8 @@ void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s)
 	}
 	if (s->event)
 		sp_mapw_u64(&m, "event", s->event);
+	if (s->preempted)
+		sp_mapw_bool(&m, "preempted", true);
 	sp_mapw_end(&m);
 }
 
@@ -372,6 +374,10 @@ void sp_write_summary(struct sp_writer *w, const struct sp_summary_rec *s)
 	sp_mapw_u64(&m, "time", s->time);
 	if (s->has_command_status)
 		sp_mapw_i64(&m, "command_status", s->command_status);
+	if (s->off_cpu) {
+		sp_mapw_u64(&m, "off_cpu_intervals", s->off_cpu_intervals);
+		sp_mapw_u64(&m, "off_cpu_no_stack", s->off_cpu_no_stack);
+	}
 	sp_mapw_end(&m);
 }
 

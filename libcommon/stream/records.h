@@ -169,6 +169,7 @@ struct sp_raw_sample_rec {
 	size_t nu;
 	bool ufull;
 	uint32_t event;			/* index in the header's events; 0: not written */
+	bool preempted;			/* an off-CPU sample of a thread preempted; false: not written */
 };
 void sp_write_raw_sample(struct sp_writer *w, const struct sp_raw_sample_rec *s);
 
@@ -243,6 +244,8 @@ struct sp_summary_rec {
 	uint64_t lost_samples, throttle_events, processes, threads, duration_ns, time;
 	bool has_command_status;
 	int64_t command_status;
+	bool off_cpu;			/* --off-cpu: the two counts below are written */
+	uint64_t off_cpu_intervals, off_cpu_no_stack;
 };
 void sp_write_summary(struct sp_writer *w, const struct sp_summary_rec *s);
 
