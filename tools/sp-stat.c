@@ -189,6 +189,9 @@ struct stats {
 	uint64_t errors[SP_E_COUNT];
 	/* Counted from the records themselves. */
 	uint64_t sample_records, period_sum, first_time, last_time;
+	uint64_t period_n;		/* samples in period_sum: not the off-CPU ones */
+	long off_cpu_event;		/* the index of "off-cpu" in events; -1: none */
+	uint64_t off_cpu_ns, preempted, preempted_ns;
 	uint64_t lost_records;
 	/* Unwinding. */
 	bool have_unwind;
@@ -895,6 +898,10 @@ static void take_events(struct stats *st, const msgpack_object *m, const msgpack
 	memcpy(st->events, names, sizeof(names));
 	memset(st->event_samples, 0, sizeof(st->event_samples));
 	st->nevents = n;
+	st->off_cpu_event = -1;
+	for (size_t i = 0; i < n && st->off_cpu_event < 0; i++)
+		if (strcmp(names[i], "off-cpu") == 0)
+			st->off_cpu_event = (long)i;
 }
 
 static void take_header(struct stats *st, const struct sp_record *rec, const struct sp_header *h)
@@ -1130,8 +1137,19 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		sp_map_u64(m, "event", &v);
 		if (v < st->nevents)
 			st->event_samples[v]++;
-		if (sp_map_u64(m, "period", &v))
+		if (st->off_cpu_event >= 0 && v == (uint64_t)st->off_cpu_event) {
+			/* Weighted by the time off the CPU: no part of the sampling rate. */
+			bool pre = false;
+			v = 0;
+			sp_map_u64(m, "period", &v);
+			sp_map_bool(m, "preempted", &pre);
+			st->off_cpu_ns += v;
+			st->preempted += pre;
+			st->preempted_ns += pre ? v : 0;
+		} else if (sp_map_u64(m, "period", &v)) {
 			st->period_sum += v;
+			st->period_n++;
+		}
 		if (sp_map_u64(m, "time", &v)) {
 			if (!st->first_time || v < st->first_time)
 				st->first_time = v;
@@ -1884,8 +1902,8 @@ static void json_out(struct sp_buf *b, FILE *out)
 static double effective_rate(const struct stats *st)
 {
 	/* cpu-clock periods are nanoseconds of CPU time between samples. */
-	return st->sample_records && st->period_sum ?
-		1e9 / ((double)st->period_sum / (double)st->sample_records) : 0;
+	return st->period_n && st->period_sum ?
+		1e9 / ((double)st->period_sum / (double)st->period_n) : 0;
 }
 
 /* Whether a runtime has anything to report. */
@@ -2077,6 +2095,11 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 		sp_jw_object_begin(&j);
 		sp_jw_kv_str(&j, "name", st->events[i]);
 		sp_jw_kv_u64(&j, "samples", st->event_samples[i]);
+		if ((long)i == st->off_cpu_event) {
+			sp_jw_kv_u64(&j, "off_cpu_ns", st->off_cpu_ns);
+			sp_jw_kv_u64(&j, "preempted", st->preempted);
+			sp_jw_kv_u64(&j, "preempted_ns", st->preempted_ns);
+		}
 		sp_jw_object_end(&j);
 	}
 	sp_jw_array_end(&j);
@@ -2190,8 +2213,14 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 	if (st->nevents > 1 || (st->nevents == 1 && strcmp(st->events[0], "cpu-clock") != 0)) {
 		fprintf(out, "  events:");
 		for (size_t i = 0; i < st->nevents; i++)
-			fprintf(out, "%s %s %" PRIu64 " samples", i ? "," : "", st->events[i],
-				st->event_samples[i]);
+			if ((long)i == st->off_cpu_event)
+				fprintf(out, "%s off-cpu %" PRIu64 " intervals, %.3f s off the CPU "
+					"(%" PRIu64 " preempted, %.3f s)", i ? "," : "",
+					st->event_samples[i], (double)st->off_cpu_ns / 1e9,
+					st->preempted, (double)st->preempted_ns / 1e9);
+			else
+				fprintf(out, "%s %s %" PRIu64 " samples", i ? "," : "",
+					st->events[i], st->event_samples[i]);
 		fputc('\n', out);
 	}
 	if (st->has_start_ts || st->has_interval)
@@ -2448,7 +2477,7 @@ int main(int argc, char **argv)
 	if (system_report)
 		return report_system(json, stdout);
 
-	struct stats st = { 0 };
+	struct stats st = { .off_cpu_event = -1 };
 	sp_hashmap_init(&st.mod_paths, modpath_cmp);
 	int status = SP_EXIT_OK;
 	int nin = argc - optind;
