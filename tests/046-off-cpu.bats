@@ -199,3 +199,32 @@ EOF
 	[[ "$output" == *"cannot record --off-cpu for thread"* ]]
 	[[ "$output" == *"kernel.perf_event_paranoid=1"* ]]
 }
+
+@test "speedscope --wall: the timeline puts each nap where it happened" {
+	offcpu_recording tl 1
+	sp-fold --wall --format speedscope -o "$T/tl.json" "$T/tl.sym"
+	sp-fold --off-cpu "$T/tl.sym" > "$T/tl.off"
+	/usr/bin/python3 - "$T/tl.json" "$(sum_of "$T/tl.off" '\[off-cpu\] ')" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+frames = [f["name"] for f in d["shared"]["frames"]]
+tl = [p for p in d["profiles"] if p["type"] == "evented"][0]
+# Each [off-cpu] span, from its open to its close.
+spans, opened = [], {}
+for e in tl["events"]:
+    if frames[e["frame"]] != "[off-cpu]":
+        continue
+    if e["type"] == "O":
+        opened = e["at"]
+    else:
+        spans.append((opened, e["at"]))
+total = sum(b - a for a, b in spans)
+want = int(sys.argv[2])
+assert abs(total - want) <= want // 20, (total, want)
+# About 50 naps of about 10 ms, one every 20 ms, in time order.
+assert len(spans) >= 40, len(spans)
+gaps = [b[0] - a[0] for a, b in zip(spans, spans[1:])]
+assert sorted(gaps)[len(gaps) // 2] in range(15000000, 25000001), sorted(gaps)[len(gaps) // 2]
+assert tl["endValue"] - tl["startValue"] in range(800000000, 1300000001), tl
+PY
+}

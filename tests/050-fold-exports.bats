@@ -111,14 +111,42 @@ for pr in need(d, "profiles", list, "file"):
         fail("profile unit")
     need(pr, "startValue", (int, float), "profile")
     need(pr, "endValue", (int, float), "profile")
-    need(pr, "samples", list, "profile")
-    need(pr, "weights", list, "profile")
+    if pr["type"] == "evented":
+        for e in need(pr, "events", list, "profile"):
+            need(e, "type", str, "event")
+            need(e, "frame", int, "event")
+            need(e, "at", (int, float), "event")
+    else:
+        need(pr, "samples", list, "profile")
+        need(pr, "weights", list, "profile")
 if "name" in d: need(d, "name", str, "file")
 if "activeProfileIndex" in d: need(d, "activeProfileIndex", int, "file")
 if "exporter" in d: need(d, "exporter", str, "file")
 
 frames = d["shared"]["frames"]
-for pr in d["profiles"]:
+# Each thread has a sampled profile, then (after all of those) its timeline.
+sampled = [pr for pr in d["profiles"] if pr["type"] == "sampled"]
+timelines = [pr for pr in d["profiles"] if pr["type"] == "evented"]
+if d["profiles"] != sampled + timelines or len(timelines) != len(sampled):
+    fail("not one sampled profile and one timeline per thread, in that order")
+for pr, tl in zip(sampled, timelines):
+    if tl["name"] != pr["name"] + " timeline" or tl["unit"] != "nanoseconds":
+        fail("timeline %r of %r" % (tl["name"], pr["name"]))
+    # Events in time order, each close matching the last open, none left open.
+    opened, last = [], tl["startValue"]
+    for e in tl["events"]:
+        if e["type"] not in ("O", "C") or not 0 <= e["frame"] < len(frames):
+            fail("timeline %r: event %r" % (tl["name"], e))
+        if e["at"] < last or e["at"] > tl["endValue"]:
+            fail("timeline %r: event %r out of order or range" % (tl["name"], e))
+        last = e["at"]
+        if e["type"] == "O":
+            opened.append(e["frame"])
+        elif not opened or opened.pop() != e["frame"]:
+            fail("timeline %r: %r closes what is not open" % (tl["name"], e))
+    if opened:
+        fail("timeline %r: frames left open" % tl["name"])
+for pr in sampled:
     if pr["type"] != "sampled" or pr["unit"] != "nanoseconds":
         fail("profile %r is not sampled in nanoseconds" % pr["name"])
     if len(pr["samples"]) != len(pr["weights"]):
@@ -130,8 +158,12 @@ for pr in d["profiles"]:
         fail("profile %r: a weight is not a positive integer" % pr["name"])
     if pr["endValue"] - pr["startValue"] != sum(pr["weights"]):
         fail("profile %r: endValue - startValue is not the sum of the weights" % pr["name"])
-if d["activeProfileIndex"] != 0 or not d["exporter"].startswith("sp-fold"):
-    fail("activeProfileIndex or exporter")
+# The file opens on the sampled profile of the thread with the most weight.
+if sampled and (d["activeProfileIndex"] >= len(sampled) or
+                sum(sampled[d["activeProfileIndex"]]["weights"]) != max(sum(pr["weights"]) for pr in sampled)):
+    fail("activeProfileIndex %r is not the busiest thread" % d["activeProfileIndex"])
+if not d["exporter"].startswith("sp-fold"):
+    fail("exporter")
 '
 
 # speedscope_check FILE [ARGS...] <<< CHECKS: the structural checks above,
@@ -298,10 +330,10 @@ for line in open(args[0], encoding="utf-8"):
     stack, n = line.rstrip("\n").rsplit(" ", 1)
     folded[stack] = int(n)
 threads = {k.split(";", 1)[0] for k in folded}
-if len(d["profiles"]) != len(threads):
-    fail("%d profiles, %d threads" % (len(d["profiles"]), len(threads)))
+if len(sampled) != len(threads):
+    fail("%d profiles, %d threads" % (len(sampled), len(threads)))
 mine = {}
-for pr in d["profiles"]:
+for pr in sampled:
     comm, ids = pr["name"].split(" ")
     for st in pr["samples"]:
         key = ";".join(["%s-%s" % (comm, ids)] + [frames[i]["name"] for i in st])
@@ -316,7 +348,7 @@ if d["name"] != "spin" or not any(f["name"] == "leaf_compute" and f["file"].ends
 EOF
 	sp-fold --weight period --format speedscope -o "$T/p.json" "$REF"
 	speedscope_check "$T/p.json" "$(total "$T/period")" <<'EOF'
-total = sum(sum(pr["weights"]) for pr in d["profiles"])
+total = sum(sum(pr["weights"]) for pr in sampled)
 if total != int(args[0]):
     fail("sum of weights %d, folded %s" % (total, args[0]))
 EOF
@@ -336,7 +368,7 @@ EOF
 want = "ma\"in\\\t\x01\ufffd\u00e9:x"
 if want not in [f["name"] for f in frames]:
     fail("no frame %r in %r" % (want, frames))
-if len(d["profiles"]) != 2 or sorted(len(pr["samples"]) for pr in d["profiles"]) != [1, 1]:
+if len(sampled) != 2 or sorted(len(pr["samples"]) for pr in sampled) != [1, 1]:
     fail("profiles %r" % d["profiles"])
 EOF
 	sp-fold --format pprof -o "$T/w.pb.gz" "$T/w.sps"
