@@ -282,6 +282,71 @@ EOF
 	[[ "$output" == *"Total samples = $(total "$T/period")ns "* ]]
 }
 
+# raw_mappings PPROF: "id start limit offset file" for each Mapping go tool pprof -raw lists.
+raw_mappings() {
+	local -
+	set -o pipefail
+	go tool pprof -raw "$1" | sed -n '/^Mappings/,$p' |
+		sed -nE 's|^ *([0-9]+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) ([^ ]+).*|\1 \2 \3 \4 \5|p'
+}
+
+# in_mapping LOCS START LIMIT: the number of locations of mapping 1 in go tool
+# pprof -raw's list LOCS; fails when one lies outside [START, LIMIT).
+in_mapping() {
+	/usr/bin/python3 - "$@" <<'EOF'
+import re, sys
+lo, hi = int(sys.argv[2], 16), int(sys.argv[3], 16)
+n = 0
+for l in open(sys.argv[1]):
+    m = re.match(r"\s*\d+: (0x[0-9a-f]+) M=1 ", l)
+    if m:
+        n += 1
+        assert lo <= int(m.group(1), 16) < hi, l
+print(n)
+EOF
+}
+
+@test "pprof: each location is its sampled address in the process's real mapping; go tool pprof -disasm reads it" {
+	# A program run by a shell that stays its parent: the program is mapping 1, not sh.
+	# Built without -pie here: Debian 12's go tool pprof (Go 1.19) cannot place the text of a
+	# position-independent executable for -disasm (not even of a Go program built with -buildmode=pie).
+	cc -O2 -g -no-pie -I"$TOP/tests/workloads" -o "$T/deepnp" "$TOP/tests/workloads/deep.c"
+	sp-capture -q -o "$T/np.raw" -- sh -c "'$T/deepnp' 0.6; true"
+	sp-unwind "$T/np.raw" | sp-symbolize > "$T/np.sym"
+	sp-fold --format pprof -o "$T/np.pb.gz" "$T/np.sym"
+	raw_mappings "$T/np.pb.gz" > "$T/maps"
+	cat "$T/maps" >&3
+	read -r id start limit off file < "$T/maps"
+	[ "$id" = 1 ]
+	[ "$file" = "$T/deepnp" ]
+	# The range and offset are the stream's map record of the program's text.
+	rec=$(sp-cat -t map "$T/np.raw" | jq -r --arg f "$T/deepnp" 'select(.path == $f and .prot % 2 == 1) | "\(.start) \(.start + .len) \(.pgoff)"' | tail -n 1)
+	[ "$rec" = "$((start)) $((limit)) $((off))" ]
+	# Every location of mapping 1 is an address inside it; inline calls are lines of one location.
+	go tool pprof -raw "$T/np.pb.gz" | sed -n '/^Locations/,/^Mappings/p' > "$T/locs"
+	run -0 in_mapping "$T/locs" "$start" "$limit"
+	[ "$output" -ge 3 ]
+	# Inline calls are lines of their physical frame's location, --inline or not.
+	sp-fold --format pprof -o "$T/v.pb.gz" "$VECTORS/symbolized.sps"
+	go tool pprof -raw "$T/v.pb.gz" | grep -A1 ' square demo.c:9 ' | tail -n 1 > "$T/caller"
+	grep -Eq '^ {10,}work demo\.c:17 ' "$T/caller"
+	run -0 go tool pprof -disasm 'deep_leaf' "$T/np.pb.gz"
+	[[ "$output" == *"ROUTINE ======================== deep_leaf"* ]]
+	# The samples land on instructions of deep_leaf, with their lines.
+	printf '%s\n' "$output" | grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9a-f]+: .*;deep_leaf deep\.c:[0-9]+'
+	# The position-independent build: its real range too, and addresses inside it.
+	sp-capture -q -o "$T/pie.raw" -- "$WORKLOADS/deep" 0.3
+	sp-unwind "$T/pie.raw" | sp-symbolize > "$T/pie.sym"
+	sp-fold --format pprof -o "$T/pie.pb.gz" "$T/pie.sym"
+	read -r id start limit off file < <(raw_mappings "$T/pie.pb.gz")
+	[ "$file" = "$WORKLOADS/deep" ]
+	[ "$((start))" -gt $((0x400000)) ]
+	[ "$((off))" -gt 0 ]
+	go tool pprof -raw "$T/pie.pb.gz" | sed -n '/^Locations/,/^Mappings/p' > "$T/plocs"
+	run -0 in_mapping "$T/plocs" "$start" "$limit"
+	[ "$output" -ge 3 ]
+}
+
 @test "pprof --inline: inline frames are lines of their physical frame's location" {
 	sp-fold --inline --kernel --format pprof -o "$T/v.pb.gz" "$VECTORS/symbolized.sps"
 	decode "$T/v.pb.gz" "$T/v.txt"

@@ -341,6 +341,8 @@ int main(int argc, char **argv)
 		}
 	}
 	const char *input = sp_single_input(argc, argv, optind);
+	/* pprof places each frame at its address in a mapping of the process. */
+	o.locations = o.format == SP_FOLD_PPROF;
 	if (o.from >= o.to)
 		sp_usage_error("--from must be before --to");
 	if (o.off_cpu && o.wall)

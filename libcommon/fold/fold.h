@@ -43,6 +43,12 @@ struct sp_fold_options {
 	 * frame, or [preempted] for a thread that was runnable meanwhile.
 	 */
 	bool off_cpu, wall;
+	/*
+	 * Frames at their addresses (pprof): a display frame per address and
+	 * module mapping, the physical frame followed by its inline frames
+	 * whatever inline_frames says, so that each can be a Location.
+	 */
+	bool locations;
 	const char *per_thread_dir;	/* NULL: none */
 	/*
 	 * How the per-thread files are opened and finished, so that a tool
@@ -75,6 +81,15 @@ struct sp_fold_frame {
 	uint64_t addr;		/* an address of the frame (the first seen) */
 	uint64_t rel;		/* its module-relative address */
 	bool has_rel;		/* rel is known (a symbolized frame of format 1.2 on) */
+	uint32_t mapping;	/* with locations: the view's mapping + 1 holding addr; 0 none */
+};
+
+/* A file mapped where samples were taken (with locations): a map record's range. */
+struct sp_fold_mapping {
+	uint64_t start, limit, offset;	/* [start, limit) maps the file from offset */
+	const char *path;
+	const unsigned char *build_id;
+	int build_id_len;
 };
 
 /* One distinct stack: display frame indices, root first. */
@@ -119,6 +134,8 @@ struct sp_fold_view {
 	uint64_t sample_period_ns;	/* a typical on-CPU period (median-free: mean) */
 	bool weight_period;
 	const char *time_name;		/* what the period weighs: "cpu", "off-cpu" or "wall" */
+	const struct sp_fold_mapping *mappings;	/* with locations */
+	size_t nmappings;
 };
 
 struct sp_fold;
