@@ -20,6 +20,7 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/stackpulse
 DESTDIR ?=
 BUILD ?= build
 FUZZ_TIME ?= 60
@@ -299,8 +300,9 @@ bench: all
 install: $(TOOL_BIN) $(MAN5) $(LIB_SO) $(LIB_A)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(INCLUDEDIR)/stackpulse
+		$(DESTDIR)$(INCLUDEDIR)/stackpulse $(DESTDIR)$(DATADIR)
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
+	install -m 644 format/sp_stream.py $(DESTDIR)$(DATADIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
 	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
@@ -319,8 +321,8 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man5/sp-stream.5 \
 		$(DESTDIR)$(INCLUDEDIR)/stackpulse.h $(DESTDIR)$(INCLUDEDIR)/stackpulse/errors.h \
 		$(DESTDIR)$(LIBDIR)/libstackpulse.so* $(DESTDIR)$(LIBDIR)/libstackpulse.a \
-		$(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/stackpulse
+		$(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc $(DESTDIR)$(DATADIR)/sp_stream.py
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/stackpulse $(DESTDIR)$(DATADIR)
 
 clean:
 	rm -rf $(BUILD)
