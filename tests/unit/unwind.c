@@ -753,3 +753,64 @@ SP_TEST(unwind_frame_record_walk_of_each_backend)
 		sp_addrspaces_free(a, sp_unwinder_free_object);
 	}
 }
+
+/* Applies a map record of [start, start + len) at file offset pgoff of path. */
+static int apply_map(struct sp_addrspaces *a, uint32_t pid, uint64_t start, uint64_t len,
+		     uint64_t pgoff, const char *path)
+{
+	struct obj o;
+	msgpack_packer *pk = obj_begin(&o);
+	msgpack_pack_map(pk, 5);
+	sp_pack_kv_u64(pk, "pid", pid);
+	sp_pack_kv_u64(pk, "start", start);
+	sp_pack_kv_u64(pk, "len", len);
+	sp_pack_kv_u64(pk, "pgoff", pgoff);
+	sp_pack_kv_str(pk, "path", path);
+	int rc = sp_addrspaces_apply(a, SP_R_MAP, obj_end(&o));
+	obj_release(&o);
+	return rc;
+}
+
+/*
+ * Random mappings over 256 pages, overlapping, in random order: after
+ * each, every page maps as a page-by-page model of "the latest mapping
+ * wins" says, with the file offset it had in that mapping.
+ */
+SP_TEST(unwind_addrspace_overlapping_mappings_match_a_page_model)
+{
+	enum { PAGES = 256, ROUNDS = 2000 };
+	static const char *const paths[] = { "/lib/a.so", "/lib/b.so", "/lib/c.so" };
+	struct { int path; uint64_t off; } model[PAGES];
+	memset(model, 0xff, sizeof(model));
+	struct sp_addrspaces *a = sp_addrspaces_new();
+	SP_CHECK(a != NULL);
+	uint64_t seed = 12345;
+	const uint64_t base = 0x10000000, page = 4096;
+	int bad = 0;
+	for (int r = 0; r < ROUNDS && a && !bad; r++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned first = (unsigned)(seed >> 33) % PAGES;
+		unsigned n = 1 + (unsigned)(seed >> 50) % 8;
+		if (first + n > PAGES)
+			n = PAGES - first;
+		int path = (int)((seed >> 20) % 3);
+		uint64_t pgoff = ((seed >> 40) % 64) * page;
+		SP_CHECK(apply_map(a, 7, base + first * page, n * page, pgoff, paths[path]) == 0);
+		for (unsigned k = 0; k < n; k++) {
+			model[first + k].path = path;
+			model[first + k].off = pgoff + k * page;
+		}
+		for (unsigned pg = 0; pg < PAGES && !bad; pg++) {
+			uint64_t addr = base + pg * page + 100;
+			const struct sp_mapping *m = sp_addrspaces_find(a, 7, addr);
+			if (model[pg].path < 0) {
+				bad = m != NULL;
+				continue;
+			}
+			bad = !m || strcmp(m->obj->path, paths[model[pg].path]) != 0 ||
+			      addr - m->start + m->pgoff != model[pg].off + 100;
+		}
+	}
+	SP_CHECK(!bad);
+	sp_addrspaces_free(a, NULL);
+}
