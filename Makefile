@@ -105,7 +105,7 @@ EMBED_SRC := $(wildcard libcommon/*/*.js libcommon/*/*.css)
 EMBED_GEN := $(EMBED_SRC:libcommon/%=$(BUILD)/gen/%.h)
 
 .PHONY: all deps test-deps check check-layers test soak demo bench san fuzz \
-	fuzz-build install uninstall clean
+	fuzz-build install uninstall clean FORCE
 
 all: $(TOOL_BIN) $(WORKLOADS) $(UNIT_BIN) $(TEST_DRIVERS) $(MAN5)
 
@@ -114,6 +114,18 @@ deps:
 
 test-deps: deps
 	@scripts/deps test
+
+# The commit built, for --version; rewritten only when it changes, so a
+# build of the same tree (make install after make) compiles nothing.
+COMMIT_GEN := $(BUILD)/gen/commit.h
+$(COMMIT_GEN): FORCE
+	@mkdir -p $(dir $@)
+	@c=$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown); \
+	git diff --quiet HEAD -- 2>/dev/null || [ "$$c" = unknown ] || c=$$c-modified; \
+	printf '#define SP_COMMIT "%s"\n' "$$c" > $@.tmp; \
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/tools/tool.o: $(COMMIT_GEN)
+FORCE:
 
 $(BUILD)/gen/%.h: libcommon/% scripts/embed
 	@mkdir -p $(dir $@)
