@@ -83,3 +83,17 @@ man_options() {
 		[ -z "$output" ] || { echo "$(basename "$t"): SYNOPSIS has $output"; false; }
 	done
 }
+
+@test "every tool's --version names the release, the commit and the license, the same everywhere" {
+	local t first=
+	for t in "$BIN"/sp-*; do
+		run -0 "$t" --version
+		[[ "${lines[0]}" =~ ^$(basename "$t")\ [0-9]+\.[0-9]+\.[0-9]+\ \(stackpulse,\ commit\ (unknown|[0-9a-f]{12}(-modified)?)\)$ ]]
+		[[ "${lines[1]}" == "License: MIT"* ]]
+		v=${lines[0]#* }
+		[ -z "$first" ] || [ "$v" = "$first" ]
+		first=$v
+	done
+	grep -q "^MIT License" "$TOP/LICENSE"
+	grep -q "^## " "$TOP/CHANGELOG.md"
+}
