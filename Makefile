@@ -21,6 +21,7 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 DATADIR ?= $(PREFIX)/share/stackpulse
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 DESTDIR ?=
 BUILD ?= build
 FUZZ_TIME ?= 60
@@ -312,8 +313,9 @@ bench: all
 install: $(TOOL_BIN) $(MAN5) $(LIB_SO) $(LIB_A)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(INCLUDEDIR)/stackpulse $(DESTDIR)$(DATADIR)
+		$(DESTDIR)$(INCLUDEDIR)/stackpulse $(DESTDIR)$(DATADIR) $(DESTDIR)$(COMPLETIONDIR)
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
+	for t in $(TOOLS); do install -m 644 completion/stackpulse.bash $(DESTDIR)$(COMPLETIONDIR)/$$t; done
 	install -m 644 format/sp_stream.py $(DESTDIR)$(DATADIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
 	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
@@ -333,7 +335,8 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man5/sp-stream.5 \
 		$(DESTDIR)$(INCLUDEDIR)/stackpulse.h $(DESTDIR)$(INCLUDEDIR)/stackpulse/errors.h \
 		$(DESTDIR)$(LIBDIR)/libstackpulse.so* $(DESTDIR)$(LIBDIR)/libstackpulse.a \
-		$(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc $(DESTDIR)$(DATADIR)/sp_stream.py
+		$(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc $(DESTDIR)$(DATADIR)/sp_stream.py \
+		$(TOOLS:%=$(DESTDIR)$(COMPLETIONDIR)/%)
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/stackpulse $(DESTDIR)$(DATADIR)
 
 clean:
