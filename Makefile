@@ -106,7 +106,7 @@ EMBED_SRC := $(wildcard libcommon/*/*.js libcommon/*/*.css)
 EMBED_GEN := $(EMBED_SRC:libcommon/%=$(BUILD)/gen/%.h)
 
 .PHONY: all deps test-deps check check-layers test soak demo bench san fuzz \
-	fuzz-build install uninstall clean FORCE
+	fuzz-build tools install-tools install uninstall deb clean FORCE
 
 all: $(TOOL_BIN) $(WORKLOADS) $(UNIT_BIN) $(TEST_DRIVERS) $(MAN5)
 
@@ -310,16 +310,23 @@ demo: all
 bench: all
 	BUILD=$(BUILD) scripts/bench $(BENCH_ARGS)
 
-install: $(TOOL_BIN) $(MAN5) $(LIB_SO) $(LIB_A)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
-		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(INCLUDEDIR)/stackpulse $(DESTDIR)$(DATADIR) $(DESTDIR)$(COMPLETIONDIR)
+# The tools with their man pages, the stream's page, the Python reader and
+# the completion (what the Debian package holds); install adds the library.
+tools: $(TOOL_BIN) $(MAN5)
+
+install-tools: tools
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(DATADIR) $(DESTDIR)$(COMPLETIONDIR)
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
 	for t in $(TOOLS); do install -m 644 completion/stackpulse.bash $(DESTDIR)$(COMPLETIONDIR)/$$t; done
 	install -m 644 format/sp_stream.py $(DESTDIR)$(DATADIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
-	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
 	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+
+install: install-tools $(LIB_SO) $(LIB_A)
+	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR)/stackpulse
+	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
 	install -m 644 include/stackpulse.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 include/stackpulse/errors.h $(DESTDIR)$(INCLUDEDIR)/stackpulse/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
@@ -327,6 +334,17 @@ install: $(TOOL_BIN) $(MAN5) $(LIB_SO) $(LIB_A)
 	ln -sf libstackpulse.so.$(LIB_MAJOR) $(DESTDIR)$(LIBDIR)/libstackpulse.so
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	printf '%s\n' "$$LIB_PC_TEXT" > $(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc
+
+# The Debian package, built by dpkg-buildpackage from a copy of the tracked
+# files in $(BUILD)/deb (make test-deps installs what it needs), then
+# checked by lintian: $(BUILD)/deb/stackpulse_$(VERSION)_ARCH.deb.
+deb:
+	rm -rf $(BUILD)/deb
+	mkdir -p $(BUILD)/deb/stackpulse-$(VERSION)
+	git ls-files -z | tar --null -T - -cf - | tar -xf - -C $(BUILD)/deb/stackpulse-$(VERSION)
+	cd $(BUILD)/deb/stackpulse-$(VERSION) && \
+		env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES dpkg-buildpackage -b -us -uc
+	lintian --fail-on error $(BUILD)/deb/stackpulse_$(VERSION)_*.deb
 
 uninstall:
 	rm -f $(TOOLS:%=$(DESTDIR)$(BINDIR)/%) \
