@@ -806,12 +806,21 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void status_line(struct sp_capture *r, double elapsed, bool final)
+/*
+ * The status: redrawn in place on a terminal (live), else written once at
+ * the end as the closing summary.  With --duration, the time is "elapsed
+ * of duration".
+ */
+static void status_line(const struct cli *c, struct sp_capture *r, double elapsed, bool live,
+			bool final)
 {
 	struct sp_capture_stats s;
+	char of[32] = "";
 	sp_capture_get_stats(r, &s);
-	fprintf(stderr, "\r%s: %6.1fs  %llu samples  %llu lost  %.0f/s  %.1f MB%s",
-		sp_progname, elapsed, (unsigned long long)s.samples,
+	if (c->o.duration_s > 0)
+		snprintf(of, sizeof(of), " of %.1fs", c->o.duration_s);
+	fprintf(stderr, "%s%s: %6.1fs%s  %llu samples  %llu lost  %.0f/s  %.1f MB%s",
+		live ? "\r" : "", sp_progname, elapsed, of, (unsigned long long)s.samples,
 		(unsigned long long)s.lost, elapsed > 0 ? (double)s.samples / elapsed : 0.0,
 		(double)s.bytes / 1e6, final ? "\n" : "  ");
 }
@@ -1025,15 +1034,16 @@ int main(int argc, char **argv)
 		}
 		if (live && now - last_status >= 0.25) {
 			last_status = now;
-			status_line(r, now - t0, false);
+			status_line(&c, r, now - t0, true, false);
 		}
 	}
 	if (status == SP_EXIT_OK && sp_recorder_finish(rec, &sum) < 0) {
 		recorder_failed(w);
 		status = SP_EXIT_FATAL;
 	}
-	if (live)
-		status_line(r, mono_s() - t0, true);
+	/* The closing summary, on a terminal or not, unless -q. */
+	if (!c.quiet)
+		status_line(&c, r, mono_s() - t0, live, true);
 	int cs = sum.command_status;
 	if (child > 0 && sum.has_command_status && !c.quiet) {
 		if (cs >= 0)
