@@ -57,7 +57,7 @@ layer_lib = $(BUILD)/lib/libsp-$(1).a
 LIB_SRC := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
 
 # The layers each tool links, highest first (the order the linker wants).
-sp-capture_LAYERS := api capture stream util
+sp-capture_LAYERS := api unwind capture stream util
 sp-cat_LAYERS := stream util
 sp-unwind_LAYERS := unwind stream util
 sp-symbolize_LAYERS := api sym unwind capture stream util
@@ -78,6 +78,7 @@ sp-fold_LIBS := -lm
 NC_LIBS = $(eval NC_LIBS := $(shell pkg-config --libs ncursesw))$(NC_LIBS)
 sp-top_LIBS := $$(NC_LIBS) -lpthread -lm
 sp-flame_LIBS := -lm
+sp-capture_LIBS := -lpthread
 
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
 TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)

@@ -399,6 +399,8 @@ static void fill_summary(const struct sp_capture *r, uint64_t end, struct sp_sum
 		.duration_ns = r->started ? end - r->start_ns : 0, .time = end,
 		.has_command_status = r->child > 0 && st >= 0,
 		.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st),
+		.stack_size_chosen = r->stack_chosen,
+		.stack_calibration_stacks = r->stack_cal_stacks,
 	};
 }
 
