@@ -59,7 +59,7 @@ layer_lib = $(BUILD)/lib/libsp-$(1).a
 LIB_SRC := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
 
 # The layers each tool links, highest first (the order the linker wants).
-sp-capture_LAYERS := api capture stream util
+sp-capture_LAYERS := api unwind capture stream util
 sp-cat_LAYERS := stream util
 sp-unwind_LAYERS := unwind stream util
 sp-symbolize_LAYERS := api sym unwind capture stream util
@@ -80,6 +80,7 @@ sp-fold_LIBS := -lm
 NC_LIBS = $(eval NC_LIBS := $(shell pkg-config --libs ncursesw))$(NC_LIBS)
 sp-top_LIBS := $$(NC_LIBS) -lpthread -lm
 sp-flame_LIBS := -lm
+sp-capture_LIBS := -lpthread
 
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
 TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
@@ -106,7 +107,7 @@ EMBED_SRC := $(wildcard libcommon/*/*.js libcommon/*/*.css)
 EMBED_GEN := $(EMBED_SRC:libcommon/%=$(BUILD)/gen/%.h)
 
 .PHONY: all deps test-deps check check-layers test soak demo bench san fuzz \
-	fuzz-build tools install-tools install uninstall deb clean FORCE
+	fuzz-build tools install-tools install uninstall deb clean
 
 all: $(TOOL_BIN) $(WORKLOADS) $(UNIT_BIN) $(TEST_DRIVERS) $(MAN5)
 
@@ -116,17 +117,18 @@ deps:
 test-deps: deps
 	@scripts/deps test
 
-# The commit built, for --version; rewritten only when it changes, so a
-# build of the same tree (make install after make) compiles nothing.
+# The commit built, for --version: build/gen/commit.h is rewritten, as the
+# Makefile is read, only when the commit (or whether the tree has changes)
+# differs from what it holds, so a build of the same tree compiles nothing
+# (make install after make, and make -n, show no compiling).
 COMMIT_GEN := $(BUILD)/gen/commit.h
-$(COMMIT_GEN): FORCE
-	@mkdir -p $(dir $@)
-	@c=$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown); \
-	git diff --quiet HEAD -- 2>/dev/null || [ "$$c" = unknown ] || c=$$c-modified; \
-	printf '#define SP_COMMIT "%s"\n' "$$c" > $@.tmp; \
-	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+COMMIT_NOW := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) || c=unknown; \
+	[ "$$c" = unknown ] || git diff --quiet HEAD -- 2>/dev/null || c=$$c-modified; echo $$c)
+COMMIT_LINE := \#define SP_COMMIT "$(COMMIT_NOW)"
+ifneq ($(shell cat $(COMMIT_GEN) 2>/dev/null),$(COMMIT_LINE))
+$(shell mkdir -p $(BUILD)/gen && printf '%s\n' '$(COMMIT_LINE)' > $(COMMIT_GEN))
+endif
 $(BUILD)/tools/tool.o: $(COMMIT_GEN)
-FORCE:
 
 $(BUILD)/gen/%.h: libcommon/% scripts/embed
 	@mkdir -p $(dir $@)

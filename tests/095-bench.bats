@@ -35,7 +35,7 @@ bench_workloads() {
 		   "8d Java" "8e CPython" "8f Go" "9  attaching" "9a 50 processes" \
 		   "9b one process of 500 threads" "10 stripped binaries" "10a Go" \
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
-		   "12 system-wide"; do
+		   "12 system-wide" "13 --stack-size auto"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -54,6 +54,7 @@ bench_workloads() {
 	check_attach_rows "$out"
 	check_stripped_rows "$out"
 	check_system_rows "$out"
+	check_stackauto_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
 	run -0 comm -13 <(echo "$before") <(bench_maps)
 	[ -z "$output" ]
@@ -97,6 +98,21 @@ check_system_rows() {
 		rows=$(grep -cE "^   (lost samples|bytes per sample|recorder's user\+sys) +- +- .*not measured: sp-capture has no -a\$" <<< "$1")
 		[ "$rows" -eq 3 ]
 	fi
+}
+
+# check_stackauto_rows OUTPUT: figure 13 has the slowdown and the extra
+# CPU of both windows with a figure of ours (perf's or why not), and the
+# window auto chose.
+check_stackauto_rows() {
+	local -
+	set -o pipefail
+	local r='( \[[^]]*\])?' w
+	for w in "--stack-size auto" "default window"; do
+		grep -qE "^   workload slowdown, $w +[-+][0-9.]+%$r +([-+][0-9.]+%|perf unavailable)" <<< "$1"
+		grep -qE "^   extra CPU-seconds, $w +[-+][0-9.]+s$r +([-+][0-9.]+s|perf unavailable)" <<< "$1"
+	done
+	grep -qE "^   auto / default window: slowdown +(-?[0-9.]+|n/a) " <<< "$1"
+	grep -qE "^   window chosen +[1-9][0-9]*$r " <<< "$1"
 }
 
 # check_attach_rows OUTPUT: figure 9 has, for each of its two workloads,

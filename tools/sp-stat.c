@@ -226,6 +226,9 @@ struct stats {
 	uint64_t kernel_frames, kernel_address_only;	/* symbolized kernel frames */
 	uint64_t perf_maps_loaded;
 	uint64_t uw_modules_missing, uw_modules_opened, uw_max_depth_full;
+	/* What complete stacks needed of their copies (the largest over segments). */
+	uint64_t uw_used_stacks, uw_used_p50, uw_used_p995, uw_used_max;
+	uint64_t stack_chosen, cal_stacks;	/* sp-capture --stack-size auto's choice */
 	uint64_t pyeval_only;		/* CPython samples in the eval loop, no Python frame */
 	bool jit_map_asked;		/* a command line asked a JIT for a perf map or jitdump */
 	/* The ids sp-capture -p was given, and the processes it recorded (options.pids). */
@@ -956,6 +959,11 @@ static void take_summary(struct stats *st, const msgpack_object *m)
 	ADD("duration_ns", duration_ns);
 	ADD("lost_samples", lost_samples);
 #undef ADD
+	if (sp_map_u64(m, "stack_size_chosen", &v)) {
+		st->stack_chosen = v;
+		st->cal_stacks = 0;
+		sp_map_u64(m, "stack_calibration_stacks", &st->cal_stacks);
+	}
 	bool b;
 	if (sp_map_bool(m, "kernel_enabled", &b))
 		st->kernel_enabled = b;
@@ -983,6 +991,12 @@ static void take_unwind(struct stats *st, const msgpack_object *m)
 	if (sp_map_u64(m, "modules_missing", &v)) st->uw_modules_missing += v;
 	if (sp_map_u64(m, "modules_opened", &v)) st->uw_modules_opened += v;
 	if (sp_map_u64(m, "max_depth_full", &v)) st->uw_max_depth_full += v;
+	if (sp_map_u64(m, "copy_used_stacks", &v)) st->uw_used_stacks += v;
+#define MAX(key, field) if (sp_map_u64(m, key, &v) && v > st->field) st->field = v
+	MAX("copy_used_p50", uw_used_p50);
+	MAX("copy_used_p995", uw_used_p995);
+	MAX("copy_used_max", uw_used_max);
+#undef MAX
 	const msgpack_object_array *ends = sp_map_array(m, "ends");
 	for (uint32_t i = 0; ends && i < ends->size; i++) {
 		uint64_t code, count;
@@ -1818,8 +1832,9 @@ static size_t diagnose(const struct stats *st, struct advice *a, bool *unusable)
 			advise(a, &n, what, "raise kernel.perf_event_max_stack, the kernel's limit on the "
 			       "frame-pointer walk of --call-graph fp, or record with --call-graph dwarf");
 		else
-			advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 ", at most 65528)",
-			       st->stack_size);
+			advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 "%s, at most 65528)",
+			       st->stack_chosen ? st->stack_chosen : st->stack_size,
+			       st->stack_chosen ? ", as --stack-size auto chose" : "");
 	}
 	if (st->have_unwind && st->uw_user && pct(st->uw_complete, st->uw_user) < 95) {
 		int said = *unusable && !st->uw_complete ? main_end(st) : 0;
@@ -2061,6 +2076,32 @@ static void naming_json(struct sp_jw *j, const struct stats *st, size_t top)
 	sp_jw_object_end(j);
 }
 
+/* The stack window of the samples: --stack-size auto's choice, else the header's. */
+static uint64_t window_used(const struct stats *st)
+{
+	return st->stack_chosen ? st->stack_chosen : st->stack_size;
+}
+
+/*
+ * The window that would have kept 99.5% of the complete stacks complete,
+ * as sp-capture --stack-size auto picks one (a multiple of 512, at least
+ * 4096), and by how much it would copy less, in %; 0 when it would not
+ * save a quarter of the window used.
+ */
+static uint64_t smaller_window(const struct stats *st, double *less)
+{
+	uint64_t w = window_used(st), m = st->uw_used_p995;
+	if (!st->uw_used_stacks || call_graph_fp(st) || !w)
+		return 0;
+	m = (m + 511) / 512 * 512;
+	if (m < 4096)
+		m = 4096;
+	if (m * 4 > w * 3)
+		return 0;
+	*less = 100.0 * (1.0 - (double)m / (double)w);
+	return m;
+}
+
 static void report_json(const struct stats *st, const struct advice *a, size_t na, bool unusable,
 			size_t top, FILE *out)
 {
@@ -2080,6 +2121,10 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 	sp_jw_kv_u64(&j, "requested_rate", st->frequency);
 	jw_fixed3(&j, "effective_rate", effective_rate(st));
 	sp_jw_kv_u64(&j, "stack_size", st->stack_size);
+	if (st->stack_chosen) {
+		sp_jw_kv_u64(&j, "stack_size_chosen", st->stack_chosen);
+		sp_jw_kv_u64(&j, "stack_calibration_stacks", st->cal_stacks);
+	}
 	sp_jw_kv_str(&j, "call_graph", call_graph_fp(st) ? "fp" : "dwarf");
 	sp_jw_kv_bool(&j, "kernel_requested", st->opt_kernel);
 	sp_jw_kv_bool(&j, "kernel_enabled", st->kernel_enabled);
@@ -2145,6 +2190,22 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 		jw_fixed3(&j, "complete_pct", pct(st->uw_complete, st->uw_user));
 		jw_fixed3(&j, "frames_per_sample",
 			  st->uw_samples ? (double)st->uw_frames / (double)st->uw_samples : 0);
+		if (st->uw_used_stacks) {
+			double less = 0;
+			uint64_t m = smaller_window(st, &less);
+			sp_jw_key(&j, "copy_used");
+			sp_jw_object_begin(&j);
+			sp_jw_kv_u64(&j, "stacks", st->uw_used_stacks);
+			sp_jw_kv_u64(&j, "p50", st->uw_used_p50);
+			sp_jw_kv_u64(&j, "p995", st->uw_used_p995);
+			sp_jw_kv_u64(&j, "max", st->uw_used_max);
+			sp_jw_kv_u64(&j, "window", window_used(st));
+			if (m) {
+				sp_jw_kv_u64(&j, "suggested_stack_size", m);
+				jw_fixed3(&j, "copy_less_pct", less);
+			}
+			sp_jw_object_end(&j);
+		}
 		sp_jw_key(&j, "failures");
 		sp_jw_object_begin(&j);
 		for (int e = 1; e < SP_END_COUNT; e++)
@@ -2204,6 +2265,10 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 			(double)dur / 1e9, st->frequency, effective_rate(st));
 		if (call_graph_fp(st))
 			fprintf(out, "call graph fp (the kernel's frame-pointer walk, no stack copy)\n");
+		else if (st->stack_chosen)
+			fprintf(out, "stack window %" PRIu64 " bytes (--stack-size auto: chosen from "
+				"%" PRIu64 " stacks copied with %" PRIu64 " bytes)\n", st->stack_chosen,
+				st->cal_stacks, st->stack_size);
 		else
 			fprintf(out, "stack window %" PRIu64 " bytes\n", st->stack_size);
 		fprintf(out, "  kernel frames: %s%s\n", st->kernel_enabled ? "recorded" : "not recorded",
@@ -2246,6 +2311,16 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 		fprintf(out, "unwinding: %.1f%% of %" PRIu64 " stacks reach their thread's entry, %.1f frames per sample\n",
 			pct(st->uw_complete, st->uw_user), st->uw_user,
 			st->uw_samples ? (double)st->uw_frames / (double)st->uw_samples : 0);
+		double less = 0;
+		uint64_t m = smaller_window(st, &less);
+		if (st->uw_used_stacks)
+			fprintf(out, "  complete stacks needed at most %" PRIu64 " bytes of their copy "
+				"(99.5%% within %" PRIu64 ", half within %" PRIu64 ")", st->uw_used_max,
+				st->uw_used_p995, st->uw_used_p50);
+		if (m)
+			fprintf(out, "; --stack-size %" PRIu64 " would copy %.0f%% less", m, less);
+		if (st->uw_used_stacks)
+			fputc('\n', out);
 		for (int e = 1; e < SP_END_COUNT; e++) {
 			if (!st->uw_ends[e])
 				continue;
