@@ -730,7 +730,8 @@ static const char *base_name(const char *path)
 	return sl && sl[1] ? sl + 1 : path;
 }
 
-static void write_meta(const struct fx *x, uint64_t wall_ms_ns, bool have_wall, struct sp_jw *j)
+static void write_meta(const struct fx *x, uint64_t wall_ns, bool have_wall, struct sp_jw *j,
+		       struct sp_buf *tmp)
 {
 	const struct sp_fold_view *v = x->v;
 	sp_jw_key(j, "meta");
@@ -762,9 +763,14 @@ static void write_meta(const struct fx *x, uint64_t wall_ms_ns, bool have_wall, 
 	sp_jw_kv_double(j, "interval", v->sample_period_ns ? (double)v->sample_period_ns / 1e6 : 1.0);
 	sp_jw_kv_u64(j, "preprocessedProfileVersion", FX_VERSION);
 	sp_jw_kv_u64(j, "processType", 0);
-	sp_jw_kv_str(j, "product", "sp-fold " SP_VERSION);
+	/* Named after the process when there is one name. */
+	const char *product = v->nthreads ? v->threads[0].comm : "stackpulse";
+	for (size_t t = 1; t < v->nthreads; t++)
+		if (strcmp(v->threads[t].comm, product) != 0)
+			product = "stackpulse";
+	jw_kv_text(j, tmp, "product", product);
 	sp_jw_kv_str(j, "importedFrom", "stackpulse");
-	sp_jw_kv_double(j, "startTime", have_wall ? (double)wall_ms_ns / 1e6 : 0);
+	sp_jw_kv_double(j, "startTime", have_wall ? (double)wall_ns / 1e6 : 0);
 	sp_jw_kv_bool(j, "symbolicated", true);
 	sp_jw_key(j, "pausedRanges");
 	sp_jw_array_begin(j);
@@ -904,9 +910,14 @@ static int write_shared(struct fx *x, struct sp_jw *j, struct sp_buf *tmp, struc
 	sp_jw_key(j, "address");
 	sp_jw_array_begin(j);
 	for (size_t i = 0; i < nf; i++) {
-		/* Library-relative, when the frame has a library. */
+		/*
+		 * Library-relative, when the frame has a library; the profiler
+		 * keeps addresses in 32 bits (an Int32Array from version 67 on),
+		 * so a larger one (a kernel's) is left out.
+		 */
 		const struct sp_fold_frame *fr = &v->frames[i];
-		if (fr->has_rel && x->frame_res[i] >= 0 && x->res_lib[x->frame_res[i]] >= 0)
+		if (fr->has_rel && fr->rel <= INT32_MAX && x->frame_res[i] >= 0 &&
+		    x->res_lib[x->frame_res[i]] >= 0)
 			sp_jw_u64(j, fr->rel);
 		else
 			sp_jw_i64(j, -1);
@@ -1102,7 +1113,7 @@ int sp_fold_write_firefox(const struct sp_fold_view *v, bool gzip, FILE *out, st
 	sp_jw_init(&j, &b);
 	if (rc == 0) {
 		sp_jw_object_begin(&j);
-		write_meta(&x, wall, have_wall, &j);
+		write_meta(&x, wall, have_wall, &j, &tmp);
 		sp_buf_addc(&b, '\n');
 		write_libs(&x, &j, &tmp);
 		sp_buf_addc(&b, '\n');
