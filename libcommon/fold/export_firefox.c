@@ -479,7 +479,10 @@ struct fx_marker {
 	char detail[128];
 };
 
-/* The markers of thread t: its own births and deaths, and, when it is the first of its process, losses. */
+/*
+ * The markers of thread t: its own births and deaths, and, when it is the
+ * first of its process, losses and throttling.
+ */
 static int thread_markers(const struct fx *x, size_t t, struct fx_marker **out, size_t *nout)
 {
 	const struct sp_fold_view *v = x->v;
@@ -547,6 +550,40 @@ static uint64_t mark_time(const struct sp_fold_view *v, enum sp_fold_mark_kind k
 	return UINT64_MAX;
 }
 
+/*
+ * The member key, an array of n values, value i written by body (with
+ * size_t i in scope); the JSON gathered is written out as it grows, and
+ * *rc set to -1 when that fails.
+ */
+#define COLUMN(j, s, rc, key, n, body) \
+	do { \
+		sp_jw_key(j, key); \
+		sp_jw_array_begin(j); \
+		for (size_t i = 0; i < (n) && *(rc) == 0; i++) { \
+			body; \
+			if ((j)->b->len >= FLUSH_AT) \
+				*(rc) = flush((j)->b, s); \
+		} \
+		sp_jw_array_end(j); \
+	} while (0)
+
+/* The member key, an empty array. */
+static void jw_empty(struct sp_jw *j, const char *key)
+{
+	sp_jw_key(j, key);
+	sp_jw_array_begin(j);
+	sp_jw_array_end(j);
+}
+
+/* An index, or null when it is negative (none). */
+static void jw_index(struct sp_jw *j, int64_t v)
+{
+	if (v < 0)
+		sp_jw_null(j);
+	else
+		sp_jw_u64(j, (uint64_t)v);
+}
+
 /* A string member, made valid UTF-8 as the other exporters make names. */
 static void jw_kv_text(struct sp_jw *j, struct sp_buf *tmp, const char *key, const char *s)
 {
@@ -610,96 +647,50 @@ static int write_thread(struct fx *x, size_t t, struct sp_jw *j, struct sp_buf *
 	jw_time_or_null(j, x, "processShutdownTime", mark_time(v, SP_MARK_EXIT, th->pid, th->pid));
 	sp_jw_kv_double(j, "registerTime", tstart == UINT64_MAX ? 0 : ms(x, tstart));
 	jw_time_or_null(j, x, "unregisterTime", mark_time(v, SP_MARK_EXIT, th->pid, th->tid));
-	sp_jw_key(j, "pausedRanges");
-	sp_jw_array_begin(j);
-	sp_jw_array_end(j);
+	jw_empty(j, "pausedRanges");
 	sp_jw_kv_bool(j, "showMarkersInTimeline", nmk > 0);
 
-	/* Samples: one column at a time. */
+	/* Samples, one column after another. */
 	bool tracing = v->weight_period && strcmp(v->time_name, "cpu") != 0;
+	int rc = 0;
 	sp_jw_key(j, "samples");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", th->nseq);
 	sp_jw_kv_str(j, "weightType", tracing ? "tracing-ms" : "samples");
-	sp_jw_key(j, "stack");
-	sp_jw_array_begin(j);
-	int rc = 0;
-	for (size_t i = 0; i < th->nseq && rc == 0; i++) {
-		if (smp[i].node)
-			sp_jw_u64(j, smp[i].node - 1);
-		else
-			sp_jw_null(j);
-		if (j->b->len >= FLUSH_AT)
-			rc = flush(j->b, s);
-	}
-	sp_jw_array_end(j);
-	sp_jw_key(j, "time");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < th->nseq && rc == 0; i++) {
-		sp_jw_double(j, ms(x, smp[i].time));
-		if (j->b->len >= FLUSH_AT)
-			rc = flush(j->b, s);
-	}
-	sp_jw_array_end(j);
-	sp_jw_key(j, "weight");
+	COLUMN(j, s, &rc, "stack", th->nseq, jw_index(j, (int64_t)smp[i].node - 1));
+	COLUMN(j, s, &rc, "time", th->nseq, sp_jw_double(j, ms(x, smp[i].time)));
 	if (!v->weight_period) {
+		/* One sample each. */
+		sp_jw_key(j, "weight");
 		sp_jw_null(j);
-	} else {
-		sp_jw_array_begin(j);
-		for (size_t i = 0; i < th->nseq && rc == 0; i++) {
-			if (tracing)
-				sp_jw_double(j, (double)smp[i].weight / 1e6);
-			else
-				sp_jw_u64(j, smp[i].weight);
-			if (j->b->len >= FLUSH_AT)
-				rc = flush(j->b, s);
-		}
-		sp_jw_array_end(j);
-	}
+	} else if (tracing)
+		COLUMN(j, s, &rc, "weight", th->nseq, sp_jw_double(j, (double)smp[i].weight / 1e6));
+	else
+		COLUMN(j, s, &rc, "weight", th->nseq, sp_jw_u64(j, smp[i].weight));
 	sp_jw_object_end(j);
 
-	/* Markers: all of category Other, of the one schema, with their detail. */
+	/* Markers: of category Other and of the one schema, with their detail. */
 	sp_jw_key(j, "markers");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", nmk);
-	sp_jw_key(j, "category");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nmk; i++)
-		sp_jw_u64(j, CAT_OTHER);
-	sp_jw_array_end(j);
-	sp_jw_key(j, "data");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nmk; i++) {
+	COLUMN(j, s, &rc, "category", nmk, sp_jw_u64(j, CAT_OTHER));
+	COLUMN(j, s, &rc, "data", nmk, {
 		sp_jw_object_begin(j);
 		sp_jw_kv_str(j, "type", "stackpulse");
 		jw_kv_text(j, tmp, "detail", mk[i].detail);
 		sp_jw_object_end(j);
-	}
-	sp_jw_array_end(j);
-	sp_jw_key(j, "endTime");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nmk; i++) {
+	});
+	/* An instant has no end: null. */
+	COLUMN(j, s, &rc, "endTime", nmk, {
 		if (mk[i].interval)
 			sp_jw_double(j, ms(x, mk[i].end));
 		else
 			sp_jw_null(j);
-	}
-	sp_jw_array_end(j);
-	sp_jw_key(j, "name");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nmk; i++)
-		sp_jw_u64(j, str_index(&x->str, mk[i].name));
-	sp_jw_array_end(j);
-	sp_jw_key(j, "phase");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nmk; i++)
-		sp_jw_u64(j, mk[i].interval ? 1 : 0);	/* INTERVAL : INSTANT */
-	sp_jw_array_end(j);
-	sp_jw_key(j, "startTime");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nmk; i++)
-		sp_jw_double(j, ms(x, mk[i].start));
-	sp_jw_array_end(j);
+	});
+	COLUMN(j, s, &rc, "name", nmk, sp_jw_u64(j, str_index(&x->str, mk[i].name)));
+	/* 1: INTERVAL, 0: INSTANT. */
+	COLUMN(j, s, &rc, "phase", nmk, sp_jw_u64(j, mk[i].interval ? 1 : 0));
+	COLUMN(j, s, &rc, "startTime", nmk, sp_jw_double(j, ms(x, mk[i].start)));
 	sp_jw_object_end(j);
 	sp_jw_object_end(j);
 	free(smp);
@@ -711,7 +702,10 @@ static int write_thread(struct fx *x, size_t t, struct sp_jw *j, struct sp_buf *
 
 /* ---- the profile ---- */
 
-/* The breakpad debug id of a build-id: its first 16 bytes as a GUID (the first three fields swapped), age 0. */
+/*
+ * The breakpad debug id of a build-id: its first 16 bytes as a GUID (the
+ * first three fields byte-swapped), then age 0.
+ */
 static void breakpad_id(const struct sp_fold_frame *fr, char *out, size_t len)
 {
 	unsigned char g[16] = { 0 };
@@ -753,12 +747,9 @@ static void write_meta(const struct fx *x, uint64_t wall_ns, bool have_wall, str
 	sp_jw_key(j, "extensions");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", 0);
-	const char *ext[] = { "baseURL", "id", "name" };
-	for (int i = 0; i < 3; i++) {
-		sp_jw_key(j, ext[i]);
-		sp_jw_array_begin(j);
-		sp_jw_array_end(j);
-	}
+	jw_empty(j, "baseURL");
+	jw_empty(j, "id");
+	jw_empty(j, "name");
 	sp_jw_object_end(j);
 	sp_jw_kv_double(j, "interval", v->sample_period_ns ? (double)v->sample_period_ns / 1e6 : 1.0);
 	sp_jw_kv_u64(j, "preprocessedProfileVersion", FX_VERSION);
@@ -772,9 +763,8 @@ static void write_meta(const struct fx *x, uint64_t wall_ns, bool have_wall, str
 	sp_jw_kv_str(j, "importedFrom", "stackpulse");
 	sp_jw_kv_double(j, "startTime", have_wall ? (double)wall_ns / 1e6 : 0);
 	sp_jw_kv_bool(j, "symbolicated", true);
-	sp_jw_key(j, "pausedRanges");
-	sp_jw_array_begin(j);
-	sp_jw_array_end(j);
+	jw_empty(j, "pausedRanges");
+	/* The Gecko format's version, which the profiler ignores here. */
 	sp_jw_kv_u64(j, "version", 24);
 	sp_jw_kv_bool(j, "usesOnlyOneStackType", true);
 	sp_jw_kv_bool(j, "sourceCodeIsNotOnSearchfox", true);
@@ -832,213 +822,108 @@ static void write_libs(const struct fx *x, struct sp_jw *j, struct sp_buf *tmp)
 	sp_jw_array_end(j);
 }
 
-/* A column of n nulls, n zeros (zero) or n falses. */
-static void jw_fill(struct sp_jw *j, const char *key, size_t n, int what)
-{
-	sp_jw_key(j, key);
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < n; i++) {
-		if (what == 0)
-			sp_jw_null(j);
-		else if (what == 1)
-			sp_jw_u64(j, 0);
-		else
-			sp_jw_bool(j, false);
-	}
-	sp_jw_array_end(j);
-}
-
-#define FILL_NULL 0
-#define FILL_ZERO 1
-#define FILL_FALSE 2
-
 static int write_shared(struct fx *x, struct sp_jw *j, struct sp_buf *tmp, struct sink *s)
 {
 	const struct sp_fold_view *v = x->v;
+	const struct sp_fold_frame *fr = v->frames;
 	size_t nf = v->nframes;
 	int rc = 0;
 	sp_jw_key(j, "shared");
 	sp_jw_object_begin(j);
 
+	/* Parents come first: node i's parent is node_prefix[i] - 1, before i. */
 	sp_jw_key(j, "stackTable");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", x->nnodes);
-	sp_jw_key(j, "prefixOffset");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->nnodes && rc == 0; i++) {
-		/* Parents come first: node i's parent is node prefix - 1 < i. */
-		sp_jw_u64(j, x->node_prefix[i] ? i - (x->node_prefix[i] - 1) : 0);
-		if (j->b->len >= FLUSH_AT)
-			rc = flush(j->b, s);
-	}
-	sp_jw_array_end(j);
-	sp_jw_key(j, "frame");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->nnodes && rc == 0; i++) {
-		sp_jw_u64(j, x->node_frame[i]);
-		if (j->b->len >= FLUSH_AT)
-			rc = flush(j->b, s);
-	}
-	sp_jw_array_end(j);
+	COLUMN(j, s, &rc, "prefixOffset", x->nnodes,
+	       sp_jw_u64(j, x->node_prefix[i] ? i - (x->node_prefix[i] - 1) : 0));
+	COLUMN(j, s, &rc, "frame", x->nnodes, sp_jw_u64(j, x->node_frame[i]));
 	sp_jw_object_end(j);
 
-	/* Frames and functions: one of each per display frame, of the same index. */
+	/* Frames and functions: one of each per display frame, of its index. */
 	sp_jw_key(j, "frameTable");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", nf);
-	sp_jw_key(j, "func");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nf; i++)
-		sp_jw_u64(j, i);
-	sp_jw_array_end(j);
-	sp_jw_key(j, "category");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nf; i++)
-		sp_jw_u64(j, frame_category(&v->frames[i]));
-	sp_jw_array_end(j);
-	jw_fill(j, "subcategory", nf, FILL_ZERO);
-	sp_jw_key(j, "line");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nf; i++) {
-		if (v->frames[i].line)
-			sp_jw_u64(j, v->frames[i].line);
-		else
-			sp_jw_null(j);
-	}
-	sp_jw_array_end(j);
-	jw_fill(j, "column", nf, FILL_NULL);
-	sp_jw_key(j, "address");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nf; i++) {
-		/*
-		 * Library-relative, when the frame has a library; the profiler
-		 * keeps addresses in 32 bits (an Int32Array from version 67 on),
-		 * so a larger one (a kernel's) is left out.
-		 */
-		const struct sp_fold_frame *fr = &v->frames[i];
-		if (fr->has_rel && fr->rel <= INT32_MAX && x->frame_res[i] >= 0 &&
-		    x->res_lib[x->frame_res[i]] >= 0)
-			sp_jw_u64(j, fr->rel);
-		else
-			sp_jw_i64(j, -1);
-	}
-	sp_jw_array_end(j);
-	jw_fill(j, "nativeSymbol", nf, FILL_NULL);
-	jw_fill(j, "inlineDepth", nf, FILL_ZERO);
-	jw_fill(j, "innerWindowID", nf, FILL_ZERO);
-	jw_fill(j, "originalLocation", nf, FILL_NULL);
+	COLUMN(j, s, &rc, "func", nf, sp_jw_u64(j, i));
+	COLUMN(j, s, &rc, "category", nf, sp_jw_u64(j, frame_category(&fr[i])));
+	COLUMN(j, s, &rc, "subcategory", nf, sp_jw_u64(j, 0));
+	COLUMN(j, s, &rc, "line", nf, jw_index(j, fr[i].line ? (int64_t)fr[i].line : -1));
+	COLUMN(j, s, &rc, "column", nf, sp_jw_null(j));
+	/*
+	 * Library-relative, when the frame has a library; the profiler keeps
+	 * addresses in 32 bits (an Int32Array from version 67 on), so a larger
+	 * one (a kernel's) is left out: -1.
+	 */
+	COLUMN(j, s, &rc, "address", nf,
+	       sp_jw_i64(j, fr[i].has_rel && fr[i].rel <= INT32_MAX && x->frame_res[i] >= 0 &&
+			     x->res_lib[x->frame_res[i]] >= 0 ? (int64_t)fr[i].rel : -1));
+	COLUMN(j, s, &rc, "nativeSymbol", nf, sp_jw_null(j));
+	COLUMN(j, s, &rc, "inlineDepth", nf, sp_jw_u64(j, 0));
+	COLUMN(j, s, &rc, "innerWindowID", nf, sp_jw_u64(j, 0));
+	COLUMN(j, s, &rc, "originalLocation", nf, sp_jw_null(j));
 	sp_jw_object_end(j);
-	if (rc == 0)
-		rc = flush(j->b, s);
 
 	sp_jw_key(j, "funcTable");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", nf);
-	sp_jw_key(j, "name");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nf; i++)
-		sp_jw_u64(j, str_index(&x->str, v->frames[i].name));
-	sp_jw_array_end(j);
-	jw_fill(j, "isJS", nf, FILL_FALSE);
-	jw_fill(j, "relevantForJS", nf, FILL_FALSE);
-	sp_jw_key(j, "resource");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nf; i++)
-		sp_jw_i64(j, x->frame_res[i]);
-	sp_jw_array_end(j);
-	sp_jw_key(j, "source");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < nf; i++) {
-		if (x->frame_src[i] >= 0)
-			sp_jw_u64(j, (uint64_t)x->frame_src[i]);
-		else
-			sp_jw_null(j);
-	}
-	sp_jw_array_end(j);
-	jw_fill(j, "lineNumber", nf, FILL_NULL);
-	jw_fill(j, "columnNumber", nf, FILL_NULL);
-	jw_fill(j, "originalLocation", nf, FILL_NULL);
+	COLUMN(j, s, &rc, "name", nf, sp_jw_u64(j, str_index(&x->str, fr[i].name)));
+	COLUMN(j, s, &rc, "isJS", nf, sp_jw_bool(j, false));
+	COLUMN(j, s, &rc, "relevantForJS", nf, sp_jw_bool(j, false));
+	COLUMN(j, s, &rc, "resource", nf, sp_jw_i64(j, x->frame_res[i]));
+	COLUMN(j, s, &rc, "source", nf, jw_index(j, x->frame_src[i]));
+	COLUMN(j, s, &rc, "lineNumber", nf, sp_jw_null(j));
+	COLUMN(j, s, &rc, "columnNumber", nf, sp_jw_null(j));
+	COLUMN(j, s, &rc, "originalLocation", nf, sp_jw_null(j));
 	sp_jw_object_end(j);
-	if (rc == 0)
-		rc = flush(j->b, s);
 
+	/* No native symbols: the frames are named already. */
 	sp_jw_key(j, "nativeSymbols");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", 0);
-	const char *ns[] = { "address", "functionSize", "libIndex", "name" };
-	for (int i = 0; i < 4; i++)
-		jw_fill(j, ns[i], 0, FILL_NULL);
+	jw_empty(j, "address");
+	jw_empty(j, "functionSize");
+	jw_empty(j, "libIndex");
+	jw_empty(j, "name");
 	sp_jw_object_end(j);
 
+	/* Resource types: 1 a library, 0 unknown (a module without a build-id). */
 	sp_jw_key(j, "resourceTable");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", x->nres);
-	sp_jw_key(j, "lib");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->nres; i++) {
-		if (x->res_lib[i] >= 0)
-			sp_jw_u64(j, (uint64_t)x->res_lib[i]);
-		else
-			sp_jw_null(j);
-	}
-	sp_jw_array_end(j);
-	sp_jw_key(j, "name");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->nres; i++)
-		sp_jw_u64(j, str_index(&x->str, base_name(x->res[i]->module)));
-	sp_jw_array_end(j);
-	jw_fill(j, "host", x->nres, FILL_NULL);
-	sp_jw_key(j, "type");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->nres; i++)
-		sp_jw_u64(j, x->res_lib[i] >= 0 ? 1 : 0);	/* library : unknown */
-	sp_jw_array_end(j);
+	COLUMN(j, s, &rc, "lib", x->nres, jw_index(j, x->res_lib[i]));
+	COLUMN(j, s, &rc, "name", x->nres,
+	       sp_jw_u64(j, str_index(&x->str, base_name(x->res[i]->module))));
+	COLUMN(j, s, &rc, "host", x->nres, sp_jw_null(j));
+	COLUMN(j, s, &rc, "type", x->nres, sp_jw_u64(j, x->res_lib[i] >= 0 ? 1 : 0));
 	sp_jw_object_end(j);
 
 	sp_jw_key(j, "sources");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", x->nsrc);
-	jw_fill(j, "id", x->nsrc, FILL_NULL);
-	sp_jw_key(j, "filename");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->nsrc; i++)
-		sp_jw_u64(j, x->src_name[i]);
-	sp_jw_array_end(j);
-	sp_jw_key(j, "startLine");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->nsrc; i++)
-		sp_jw_u64(j, 1);
-	sp_jw_array_end(j);
-	sp_jw_key(j, "startColumn");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->nsrc; i++)
-		sp_jw_u64(j, 1);
-	sp_jw_array_end(j);
-	jw_fill(j, "sourceMapURL", x->nsrc, FILL_NULL);
-	jw_fill(j, "content", x->nsrc, FILL_NULL);
+	COLUMN(j, s, &rc, "id", x->nsrc, sp_jw_null(j));
+	COLUMN(j, s, &rc, "filename", x->nsrc, sp_jw_u64(j, x->src_name[i]));
+	COLUMN(j, s, &rc, "startLine", x->nsrc, sp_jw_u64(j, 1));
+	COLUMN(j, s, &rc, "startColumn", x->nsrc, sp_jw_u64(j, 1));
+	COLUMN(j, s, &rc, "sourceMapURL", x->nsrc, sp_jw_null(j));
+	COLUMN(j, s, &rc, "content", x->nsrc, sp_jw_null(j));
 	sp_jw_object_end(j);
 
 	sp_jw_key(j, "sourceLocationTable");
 	sp_jw_object_begin(j);
 	sp_jw_kv_u64(j, "length", 0);
-	jw_fill(j, "source", 0, FILL_NULL);
-	jw_fill(j, "line", 0, FILL_NULL);
-	jw_fill(j, "column", 0, FILL_NULL);
+	jw_empty(j, "source");
+	jw_empty(j, "line");
+	jw_empty(j, "column");
 	sp_jw_object_end(j);
 
-	/* The strings last: the markers of the threads added theirs. */
-	sp_jw_key(j, "stringArray");
-	sp_jw_array_begin(j);
-	for (size_t i = 0; i < x->str.n && rc == 0; i++) {
+	/* The strings last: every table before added its own. */
+	COLUMN(j, s, &rc, "stringArray", x->str.n, {
 		sp_buf_addc(j->b, '\n');
 		sp_utf8_sanitize(tmp, x->str.v[i], strlen(x->str.v[i]));
 		if (tmp->oom)
 			j->b->oom = 1;
 		sp_jw_strn(j, tmp->len ? tmp->p : "", tmp->len);
-		if (j->b->len >= FLUSH_AT)
-			rc = flush(j->b, s);
-	}
-	sp_jw_array_end(j);
+	});
 	sp_jw_object_end(j);
 	return rc;
 }
@@ -1125,12 +1010,9 @@ int sp_fold_write_firefox(const struct sp_fold_view *v, bool gzip, FILE *out, st
 		sp_buf_addc(&b, '\n');
 		if (rc == 0)
 			rc = write_shared(&x, &j, &tmp, &s);
-		const char *empty[] = { "pages", "profilerOverhead", "counters" };
-		for (int i = 0; i < 3; i++) {
-			sp_jw_key(&j, empty[i]);
-			sp_jw_array_begin(&j);
-			sp_jw_array_end(&j);
-		}
+		jw_empty(&j, "pages");
+		jw_empty(&j, "profilerOverhead");
+		jw_empty(&j, "counters");
 		sp_jw_object_end(&j);
 		sp_buf_addc(&b, '\n');
 		if (rc == 0)
