@@ -25,10 +25,11 @@ _sp_options()
 _sp_choices()
 {
 	case ${1##*/}:$2 in
-	sp-fold:--format) echo "folded pprof speedscope" ;;
+	sp-fold:--format) echo "folded pprof speedscope firefox" ;;
 	sp-fold:--weight) echo "samples period" ;;
 	sp-fold:--sort|sp-top:--sort|sp-top:-s) echo "self total" ;;
 	sp-capture:--call-graph) echo "dwarf fp" ;;
+	sp-capture:--stack-size) echo "auto" ;;
 	sp-flame:--colors|sp-flame:-c) echo "default kinds" ;;
 	sp-unwind:--engine) echo "stackpulse libunwind" ;;
 	sp-cat:--format) echo "json perf-script" ;;

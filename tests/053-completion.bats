@@ -52,6 +52,7 @@ sp-fold --weight
 sp-fold --sort
 sp-top --sort
 sp-capture --call-graph
+sp-capture --stack-size
 sp-flame --colors
 sp-unwind --engine
 sp-cat --format

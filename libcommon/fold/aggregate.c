@@ -214,7 +214,7 @@ int fold_count(struct sp_fold *f, uint32_t t, uint32_t k, uint64_t period, uint6
 	}
 	f->counts[ci - 1].samples++;
 	f->counts[ci - 1].period += period;
-	if (f->o.format == SP_FOLD_SPEEDSCOPE) {
+	if (f->o.format == SP_FOLD_SPEEDSCOPE || f->o.format == SP_FOLD_FIREFOX) {
 		struct fold_thread *th = &f->threads[t];
 		if (SP_ALLOC_GROW(th->seq, th->nseq + 1, th->allocseq) < 0)
 			return fold_nomem(f);

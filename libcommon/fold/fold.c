@@ -96,6 +96,7 @@ void sp_fold_free(struct sp_fold *f)
 	sp_u64map_release(&f->off_stacks, NULL);
 	free(f->segmaps);
 	free(f->mappings);
+	free(f->marks);
 	free(f->segframes);
 	free(f->seg_disp);
 	free(f->symstacks);
@@ -476,6 +477,8 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 		f->seg_start = time;
 		f->have_start = true;
 	}
+	f->prev_time = time;
+	f->have_prev = true;
 	if (f->windowed && !fold_in_range(f, time))
 		return 0;
 	bool off;
@@ -671,8 +674,54 @@ static void take_names(struct sp_fold *f, const struct sp_record *rec)
 	}
 }
 
+/*
+ * Lost, throttle, unthrottle, fork and exit records, kept for the
+ * firefox exporter's markers when their time is in the window.  Records
+ * without a time are left out: they cannot be placed.
+ */
+static int take_mark(struct sp_fold *f, const struct sp_record *rec)
+{
+	const msgpack_object *m = rec->map;
+	struct sp_fold_mark k = { .cpu = UINT32_MAX };
+	uint64_t pid = 0, tid = 0, cpu = UINT32_MAX;
+	if (!sp_map_u64(m, "time", &k.time) || (f->windowed && !fold_in_range(f, k.time)))
+		return 0;
+	sp_map_u64(m, "pid", &pid);
+	sp_map_u64(m, "tid", &tid);
+	sp_map_u64(m, "cpu", &cpu);
+	k.pid = (uint32_t)pid;
+	k.tid = (uint32_t)tid;
+	k.cpu = cpu < UINT32_MAX ? (uint32_t)cpu : UINT32_MAX;
+	k.since = k.time;
+	switch (rec->type) {
+	case SP_R_LOST: {
+		const char *s;
+		size_t n;
+		k.kind = SP_MARK_LOST;
+		sp_map_u64(m, "lost", &k.count);
+		k.samples = sp_map_str(m, "kind", &s, &n) && n == 7 && memcmp(s, "samples", 7) == 0;
+		if (f->have_prev && f->prev_time < k.time)
+			k.since = f->prev_time;
+		break;
+	}
+	case SP_R_THROTTLE: k.kind = SP_MARK_THROTTLE; break;
+	case SP_R_UNTHROTTLE: k.kind = SP_MARK_UNTHROTTLE; break;
+	case SP_R_FORK: k.kind = SP_MARK_FORK; break;
+	default: k.kind = SP_MARK_EXIT; break;
+	}
+	if (SP_ALLOC_GROW(f->marks, f->nmarks + 1, f->allocmarks) < 0)
+		return fold_nomem(f);
+	f->marks[f->nmarks++] = k;
+	return 0;
+}
+
 int sp_fold_record(struct sp_fold *f, const struct sp_record *rec)
 {
+	if (f->o.format == SP_FOLD_FIREFOX &&
+	    (rec->type == SP_R_LOST || rec->type == SP_R_THROTTLE || rec->type == SP_R_UNTHROTTLE ||
+	     rec->type == SP_R_FORK || rec->type == SP_R_EXIT) &&
+	    take_mark(f, rec) < 0)
+		return -1;
 	switch (rec->type) {
 	case SP_R_HEADER:
 		take_header(f, rec->map);

@@ -42,7 +42,7 @@ struct segmap {
 struct fold_thread {
 	uint32_t pid, tid;
 	const char *comm, *thread_comm;	/* kept strings */
-	struct sp_fold_sample *seq;	/* speedscope only */
+	struct sp_fold_sample *seq;	/* speedscope and firefox only */
 	size_t nseq, allocseq;
 	uint64_t names_gen;		/* the names it was last found under */
 };
@@ -113,6 +113,11 @@ struct sp_fold {
 	uint64_t first_ns, last_ns, period_sum, period_n;
 	bool any_sample;
 	uint64_t wall_start;
+
+	struct sp_fold_mark *marks;	/* firefox only (fold.c) */
+	size_t nmarks, allocmarks;
+	uint64_t prev_time;		/* of the last sample read, any event */
+	bool have_prev;
 };
 
 /* aggregate.c */

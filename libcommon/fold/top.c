@@ -33,6 +33,7 @@ int sp_fold_view_get(struct sp_fold *f, struct sp_fold_view *v)
 		.weight_period = f->o.period,
 		.time_name = f->o.off_cpu ? "off-cpu" : f->o.wall ? "wall" : "cpu",
 		.mappings = f->mappings, .nmappings = f->nmappings,
+		.marks = f->marks, .nmarks = f->nmarks,
 	};
 	return 0;
 }
