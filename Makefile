@@ -26,6 +26,8 @@ DESTDIR ?=
 BUILD ?= build
 FUZZ_TIME ?= 60
 VERSION := 0.1.0
+# The date the man pages carry (.TH): the day their text last changed.
+MAN_DATE := 2026-12-02
 
 CC ?= cc
 CFLAGS ?= -O2 -g
@@ -256,7 +258,7 @@ $(BUILD)/workloads/%: tests/workloads/%.cpp
 # sp-stream(5) is generated from the format's one source, format/sp-stream.md.
 $(MAN5): format/sp-stream.md scripts/md2man
 	@mkdir -p $(dir $@)
-	scripts/md2man sp-stream 5 "$(VERSION)" < $< > $@
+	MD2MAN_DATE=$(MAN_DATE) scripts/md2man sp-stream 5 "$(VERSION)" < $< > $@
 
 check-layers:
 	@scripts/check-layers $(LAYERS)

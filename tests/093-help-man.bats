@@ -97,3 +97,18 @@ man_options() {
 	grep -q "^MIT License" "$TOP/LICENSE"
 	grep -q "^## " "$TOP/CHANGELOG.md"
 }
+
+@test "every man page is dated and lints clean: mandoc -T lint and man --warnings say nothing" {
+	local f n=0
+	for f in "$TOP"/man/*.[13] "$SP_BUILD/man/sp-stream.5"; do
+		[ -e "$f" ] || continue
+		run -0 mandoc -T lint -W warning "$f"
+		[ -z "$output" ] || { echo "$output"; false; }
+		run -0 bash -c 'LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$1" 2>&1 >/dev/null' _ "$f"
+		[ -z "$output" ] || { echo "$f: $output"; false; }
+		n=$((n + 1))
+	done
+	[ "$n" -ge 20 ]
+	# An alias of a page is a link to it, not a fragile .so request.
+	run -1 grep -l '^\.so' "$TOP"/man/*.3
+}
