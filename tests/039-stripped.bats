@@ -110,7 +110,7 @@ setup() {
 	[ "$total" -ge 100 ] && [ "$((full * 100))" -ge "$((total * 99))" ]
 }
 
-@test "pprof: frames named by function start keep their address in the file, so pprof names them from the unstripped library" {
+@test "pprof: frames named by function start keep their address in their mapping, so pprof names them from the unstripped library" {
 	sp-symbolize -o "$T/a.sps" "$D/one.unw"
 	sp-fold --format pprof -o "$T/p.pb.gz" "$T/a.sps"
 	gzip -dc "$T/p.pb.gz" | protoc --decode perftools.profiles.Profile -I "$TOP/tests/lib" profile.proto > "$T/p.txt"
@@ -125,16 +125,21 @@ for m in maps:
     name = strings[int(f.get("filename", 0))]
     if name.endswith("/liboneexport.so"):
         found = int(f["id"])
+        start, limit = int(f["memory_start"]), int(f["memory_limit"])
+        offset = int(f.get("file_offset", 0))
         assert f.get("has_functions", "false") == "false", m
         assert len(strings[int(f["build_id"])]) == 40, m
 assert found, "no mapping of liboneexport.so"
-# Its locations hold addresses in the file (the library's code lies at
-# 0x1000 to 0x2000), not where it was loaded, for a re-symbolizer.
+# Its locations hold the sampled addresses, inside the range where the
+# library was mapped, and its mapping says where in the file that range
+# starts: a re-symbolizer finds each in the library's code (0x1000 to
+# 0x2000 of the file).
 locs = re.findall(r'^location \{\n(.*?)\n\}', text, re.M | re.S)
 mine = [dict(re.findall(r'^  (\w+): (\S+)$', l, re.M)) for l in locs]
 mine = [int(l["address"]) for l in mine if int(l.get("mapping_id", 0)) == found]
 assert len(mine) >= 3, mine
-assert all(0x1000 <= a < 0x2000 for a in mine), [hex(a) for a in mine]
+assert all(start <= a < limit for a in mine), ([hex(a) for a in mine], hex(start), hex(limit))
+assert all(0x1000 <= a - start + offset < 0x2000 for a in mine), [hex(a - start + offset) for a in mine]
 PY
 	# So pprof names them from the unstripped library of that build-id.
 	cp "$D/solib/liboneexport.so" "$T/stripped.so"
