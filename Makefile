@@ -20,14 +20,18 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
+DATADIR ?= $(PREFIX)/share/stackpulse
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 DESTDIR ?=
 BUILD ?= build
 FUZZ_TIME ?= 60
 VERSION := 0.1.0
+# The date the man pages carry (.TH): the day their text last changed.
+MAN_DATE := 2026-12-02
 
 CC ?= cc
 CFLAGS ?= -O2 -g
-PKGS := libdw libelf msgpack zlib libdebuginfod
+PKGS := libdw libelf msgpack zlib libdebuginfod nettle
 # pkg-config runs once, the first time a recipe needs its answer (so after
 # `make deps` has installed the packages, when both are goals of one run).
 PKG_ALL = $(eval PKG_ALL := $(shell pkg-config --cflags --libs $(PKGS)))$(PKG_ALL)
@@ -57,7 +61,7 @@ layer_lib = $(BUILD)/lib/libsp-$(1).a
 LIB_SRC := $(foreach l,$(LAYERS),$(call layer_src,$(l)))
 
 # The layers each tool links, highest first (the order the linker wants).
-sp-capture_LAYERS := api capture stream util
+sp-capture_LAYERS := api unwind capture stream util
 sp-cat_LAYERS := stream util
 sp-unwind_LAYERS := unwind stream util
 sp-symbolize_LAYERS := api sym unwind capture stream util
@@ -78,6 +82,7 @@ sp-fold_LIBS := -lm
 NC_LIBS = $(eval NC_LIBS := $(shell pkg-config --libs ncursesw))$(NC_LIBS)
 sp-top_LIBS := $$(NC_LIBS) -lpthread -lm
 sp-flame_LIBS := -lm
+sp-capture_LIBS := -lpthread
 
 TOOLS := $(patsubst tools/%.c,%,$(wildcard tools/sp-*.c))
 TOOL_BIN := $(TOOLS:%=$(BUILD)/bin/%)
@@ -104,7 +109,7 @@ EMBED_SRC := $(wildcard libcommon/*/*.js libcommon/*/*.css)
 EMBED_GEN := $(EMBED_SRC:libcommon/%=$(BUILD)/gen/%.h)
 
 .PHONY: all deps test-deps check check-layers test soak demo bench san fuzz \
-	fuzz-build install uninstall clean
+	fuzz-build tools install-tools install uninstall deb clean
 
 all: $(TOOL_BIN) $(WORKLOADS) $(UNIT_BIN) $(TEST_DRIVERS) $(MAN5)
 
@@ -113,6 +118,19 @@ deps:
 
 test-deps: deps
 	@scripts/deps test
+
+# The commit built, for --version: build/gen/commit.h is rewritten, as the
+# Makefile is read, only when the commit (or whether the tree has changes)
+# differs from what it holds, so a build of the same tree compiles nothing
+# (make install after make, and make -n, show no compiling).
+COMMIT_GEN := $(BUILD)/gen/commit.h
+COMMIT_NOW := $(shell c=$$(git rev-parse --short=12 HEAD 2>/dev/null) || c=unknown; \
+	[ "$$c" = unknown ] || git diff --quiet HEAD -- 2>/dev/null || c=$$c-modified; echo $$c)
+COMMIT_LINE := \#define SP_COMMIT "$(COMMIT_NOW)"
+ifneq ($(shell cat $(COMMIT_GEN) 2>/dev/null),$(COMMIT_LINE))
+$(shell mkdir -p $(BUILD)/gen && printf '%s\n' '$(COMMIT_LINE)' > $(COMMIT_GEN))
+endif
+$(BUILD)/tools/tool.o: $(COMMIT_GEN)
 
 $(BUILD)/gen/%.h: libcommon/% scripts/embed
 	@mkdir -p $(dir $@)
@@ -151,7 +169,7 @@ LIB_A := $(BUILD)/lib/libstackpulse.a
 LIB_MAP := libcommon/api/libstackpulse.map
 LIB_PC := $(BUILD)/lib/pkgconfig/stackpulse.pc
 LIB_ALL := $(LIB_SO) $(LIB_A) $(LIB_PC)
-LIB_DEPS := libdw libelf msgpack zlib libdebuginfod libunwind-generic
+LIB_DEPS := libdw libelf msgpack zlib libdebuginfod nettle libunwind-generic
 # A sanitized shared library leaves the sanitizer's symbols to the program.
 LIB_NO_UNDEFINED := $(if $(filter 1,$(SAN)),,-Wl,--no-undefined)
 
@@ -242,7 +260,7 @@ $(BUILD)/workloads/%: tests/workloads/%.cpp
 # sp-stream(5) is generated from the format's one source, format/sp-stream.md.
 $(MAN5): format/sp-stream.md scripts/md2man
 	@mkdir -p $(dir $@)
-	scripts/md2man sp-stream 5 "$(VERSION)" < $< > $@
+	MD2MAN_DATE=$(MAN_DATE) scripts/md2man sp-stream 5 "$(VERSION)" < $< > $@
 
 check-layers:
 	@scripts/check-layers $(LAYERS)
@@ -298,14 +316,23 @@ demo: all
 bench: all
 	BUILD=$(BUILD) scripts/bench $(BENCH_ARGS)
 
-install: $(TOOL_BIN) $(MAN5) $(LIB_SO) $(LIB_A)
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man3 \
-		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(INCLUDEDIR)/stackpulse
+# The tools with their man pages, the stream's page, the Python reader and
+# the completion (what the Debian package holds); install adds the library.
+tools: $(TOOL_BIN) $(MAN5)
+
+install-tools: tools
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(DATADIR) $(DESTDIR)$(COMPLETIONDIR)
 	install -m 755 $(TOOL_BIN) $(DESTDIR)$(BINDIR)/
+	for t in $(TOOLS); do install -m 644 completion/stackpulse.bash $(DESTDIR)$(COMPLETIONDIR)/$$t; done
+	install -m 644 format/sp_stream.py $(DESTDIR)$(DATADIR)/
 	install -m 644 $(MAN1) $(DESTDIR)$(MANDIR)/man1/
-	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
 	install -m 644 $(MAN5) $(DESTDIR)$(MANDIR)/man5/
+
+install: install-tools $(LIB_SO) $(LIB_A)
+	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR)/stackpulse
+	$(if $(MAN3),install -m 644 $(MAN3) $(DESTDIR)$(MANDIR)/man3/)
 	install -m 644 include/stackpulse.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 include/stackpulse/errors.h $(DESTDIR)$(INCLUDEDIR)/stackpulse/
 	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
@@ -314,6 +341,17 @@ install: $(TOOL_BIN) $(MAN5) $(LIB_SO) $(LIB_A)
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	printf '%s\n' "$$LIB_PC_TEXT" > $(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc
 
+# The Debian package, built by dpkg-buildpackage from a copy of the tracked
+# files in $(BUILD)/deb (make test-deps installs what it needs), then
+# checked by lintian: $(BUILD)/deb/stackpulse_$(VERSION)_ARCH.deb.
+deb:
+	rm -rf $(BUILD)/deb
+	mkdir -p $(BUILD)/deb/stackpulse-$(VERSION)
+	git ls-files -z | tar --null -T - -cf - | tar -xf - -C $(BUILD)/deb/stackpulse-$(VERSION)
+	cd $(BUILD)/deb/stackpulse-$(VERSION) && \
+		env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u MAKEOVERRIDES dpkg-buildpackage -b -us -uc
+	lintian --fail-on error $(BUILD)/deb/stackpulse_$(VERSION)_*.deb
+
 uninstall:
 	rm -f $(TOOLS:%=$(DESTDIR)$(BINDIR)/%) \
 		$(MAN1:man/%=$(DESTDIR)$(MANDIR)/man1/%) \
@@ -321,8 +359,9 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man5/sp-stream.5 \
 		$(DESTDIR)$(INCLUDEDIR)/stackpulse.h $(DESTDIR)$(INCLUDEDIR)/stackpulse/errors.h \
 		$(DESTDIR)$(LIBDIR)/libstackpulse.so* $(DESTDIR)$(LIBDIR)/libstackpulse.a \
-		$(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/stackpulse
+		$(DESTDIR)$(LIBDIR)/pkgconfig/stackpulse.pc $(DESTDIR)$(DATADIR)/sp_stream.py \
+		$(TOOLS:%=$(DESTDIR)$(COMPLETIONDIR)/%)
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/stackpulse $(DESTDIR)$(DATADIR)
 
 clean:
 	rm -rf $(BUILD)

@@ -5,6 +5,9 @@
  * end with the counts themselves, by self and by total, with a filter,
  * and of the callers of each of the first rows.
  *
+ * With frames at their addresses, the view is also written as pprof and
+ * speedscope, which must succeed.
+ *
  * Checked for every report: no row's self exceeds its total, no total
  * exceeds the report's samples, the self column adds up to at most the
  * samples, the rows are sorted, and the callers of a function add up to
@@ -13,6 +16,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -113,8 +117,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 		return 0;
 	}
+	/*
+	 * The input's length picks the modes: inline frames, off-CPU time
+	 * alone or wall-clock time, and frames at their addresses (as pprof
+	 * folds them), which are then also written as pprof and speedscope.
+	 */
 	struct sp_fold_options fo = { .format = SP_FOLD_FOLDED, .to = INFINITY,
-				      .inline_frames = size & 1, .kernel = true };
+				      .inline_frames = size & 1, .kernel = true,
+				      .off_cpu = size & 2, .wall = (size & 6) == 4,
+				      .locations = size & 8 };
 	struct sp_reader *r = sp_reader_new(fd, "fuzz");
 	struct sp_fold *f = sp_fold_new(&fo);
 	struct sp_record rec;
@@ -127,6 +138,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (f)
 		reports(f, NULL, 0);
+	if (f && fo.locations) {
+		struct sp_fold_view v;
+		struct sp_error err = { 0 };
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *out = open_memstream(&buf, &len);
+		check(out != NULL);
+		if (sp_fold_view_get(f, &v) == 0) {
+			check(sp_fold_write_pprof(&v, out, &err) == 0 || err.code == SP_ERR_NOMEM);
+			check(sp_fold_write_speedscope(&v, out, &err) == 0 || err.code == SP_ERR_NOMEM);
+			sp_fold_view_release(&v);
+		}
+		fclose(out);
+		free(buf);
+	}
 	sp_fold_free(f);
 	sp_reader_free(r);
 	close(fd);

@@ -8,7 +8,7 @@ load helper
 schema_from_code() {
 	local -
 	set -o pipefail
-	sed -n 's/^[[:space:]]*X(\([A-Z]*\), "\([a-z_]*\)", \([A-Z_]*\), SP_\(REQ\|OPT\)).*/\1 \2 \3 \4/p' "$TOP/libcommon/stream/record.h" |
+	sed -n 's/^[[:space:]]*X(\([A-Z]*\), "\([a-z0-9_]*\)", \([A-Z_]*\), SP_\(REQ\|OPT\)).*/\1 \2 \3 \4/p' "$TOP/libcommon/stream/record.h" |
 		awk '{ t = tolower($3); if (t == "uint_or_nil") t = "uint or nil"
 		       print tolower($1), $2, t, ($4 == "REQ" ? "yes" : "no") }' | sort
 }

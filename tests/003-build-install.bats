@@ -14,5 +14,6 @@ load helper
 		[ -f "$d/opt/sp/share/man/man1/${t##*/}.1" ]
 	done
 	[ -f "$d/opt/sp/share/man/man5/sp-stream.5" ]
+	[ -f "$d/opt/sp/share/stackpulse/sp_stream.py" ]
 	"$d/opt/sp/bin/sp-cat" "$VECTORS/raw.sps" > /dev/null
 }

@@ -32,7 +32,7 @@ perf_fds() {
 	start "$WORKLOADS/spin" -t 3 10
 	t=$(a_thread "$P")
 	[ -n "$t" ]
-	run --separate-stderr sp-capture -o "$S" -p "$t" --duration 1
+	run --separate-stderr sp-capture -q -o "$S" -p "$t" --duration 1
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "sp-capture: -p $t is a thread of process $P, not a process: the whole process $P is sampled, every thread of it, as perf record -p does; to sample that thread alone give sp-capture -t $t; to sample the process, name it: -p $P" ]
 	# Every pid in the stream is the process's, never the thread's.
@@ -175,14 +175,14 @@ blocked_run() {
 	sp-capture -q -o "$S" --pid-file "$BATS_TEST_TMPDIR/svc.pid" --duration 0.5
 	[ "$(jqs "$S" 'select(.t=="header") | .options.pids')" = "[$a]" ]
 	[ "$(summary "$S" samples)" -gt 50 ]
-	run --separate-stderr sp-capture -o "$S" --name "$n" --duration 0.5
+	run --separate-stderr sp-capture -q -o "$S" --name "$n" --duration 0.5
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]
 	[ "$(jqs "$S" 'select(.t=="sample") | .pid' | sort -u)" = "$a" ]
 	# Several matches: all attached, and the count said.
 	start "$BATS_TEST_TMPDIR/$n" -t 1 10
 	b=$P
-	run --separate-stderr sp-capture -o "$S" --name "$n" --duration 0.5
+	run --separate-stderr sp-capture -q -o "$S" --name "$n" --duration 0.5
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "sp-capture: 2 processes are named '$n': attaching to all of them" ]
 	[ "$(jqs "$S" 'select(.t=="header") | .options.pids | sort')" = "$(jq -cn "[$a,$b] | sort")" ]

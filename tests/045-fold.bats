@@ -133,12 +133,35 @@ setup_file() {
 	[ "$status" -eq 0 ]
 	pid=$(jqs "$SHARED.raw" 'select(.t=="process") | .pid')
 	[ "$(printf '%s\n' "${lines[@]}" | grep -c ' cpu-clock:$')" -eq "$(summary "$SHARED" samples)" ]
-	[[ "${lines[0]}" =~ ^spin\ $pid/[0-9]+\ [0-9]+\.[0-9]{6}:\ [0-9]+\ cpu-clock:$ ]]
+	[[ "${lines[0]}" =~ ^spin\ $pid/[0-9]+\ \[[0-9]{3}\]\ [0-9]+\.[0-9]{6}:\ [0-9]+\ cpu-clock:$ ]]
 	printf '%s\n' "${lines[@]}" | grep -q $'^\t *[0-9a-f]* leaf_compute+0x[0-9a-f]* (.*/spin)$'
 	printf '%s\n' "${lines[@]}" | grep -q $'^\t *[0-9a-f]* _start+0x[0-9a-f]* (.*/spin)$'
 	run sp-cat --format perf-script "$SHARED.unw"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"needs a symbolized stream"* ]]
+}
+
+@test "perf-script text: a process with no name is :PID, each sample names its event, as perf-script readers expect" {
+	{ sp-cat "$SHARED" | head -n 1 | sed 's/"events":\[[^]]*\]/"events":["cpu-clock","page-faults"]/'
+	  echo '{"t":"frame","id":0,"addr":4096,"origin":"symtab","name":"work","offset":16}'
+	  echo '{"t":"symstack","id":0,"frames":[0]}'
+	  echo '{"t":"sample","pid":7,"tid":8,"cpu":1,"time":2000001000,"period":5,"stack":0}'
+	  echo '{"t":"sample","pid":7,"tid":8,"cpu":1,"time":3000000000,"period":100,"event":1,"stack":0}'
+	  sp-cat -t summary "$SHARED"; } | sp-cat --from-json > "$S"
+	run -0 sp-cat --format perf-script "$S"
+	[ "${lines[0]}" = ":7 7/8 [001] 2.000001: 5 cpu-clock:" ]
+	[ "${lines[2]}" = ":7 7/8 [001] 3.000000: 100 page-faults:" ]
+	# The header line as stackcollapse-perf.pl takes it apart: every sample is read.
+	run -0 /usr/bin/python3 -c '
+import re, sys
+n = 0
+for l in sys.stdin:
+    m = re.match(r"^(\S.+?)\s+(\d+)/*(\d+)*\s+.*?:\s*(\d+)*\s*(\S+):\s*$", l)
+    if m:
+        assert m.group(1) == ":7" and m.group(2) == "7" and m.group(3) == "8", l
+        n += 1
+print(n)' < <(sp-cat --format perf-script "$S")
+	[ "$output" = 2 ]
 }
 
 @test "a stack whose frames are all hidden folds to its process alone" {

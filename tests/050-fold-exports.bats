@@ -111,14 +111,42 @@ for pr in need(d, "profiles", list, "file"):
         fail("profile unit")
     need(pr, "startValue", (int, float), "profile")
     need(pr, "endValue", (int, float), "profile")
-    need(pr, "samples", list, "profile")
-    need(pr, "weights", list, "profile")
+    if pr["type"] == "evented":
+        for e in need(pr, "events", list, "profile"):
+            need(e, "type", str, "event")
+            need(e, "frame", int, "event")
+            need(e, "at", (int, float), "event")
+    else:
+        need(pr, "samples", list, "profile")
+        need(pr, "weights", list, "profile")
 if "name" in d: need(d, "name", str, "file")
 if "activeProfileIndex" in d: need(d, "activeProfileIndex", int, "file")
 if "exporter" in d: need(d, "exporter", str, "file")
 
 frames = d["shared"]["frames"]
-for pr in d["profiles"]:
+# Each thread has a sampled profile, then (after all of those) its timeline.
+sampled = [pr for pr in d["profiles"] if pr["type"] == "sampled"]
+timelines = [pr for pr in d["profiles"] if pr["type"] == "evented"]
+if d["profiles"] != sampled + timelines or len(timelines) != len(sampled):
+    fail("not one sampled profile and one timeline per thread, in that order")
+for pr, tl in zip(sampled, timelines):
+    if tl["name"] != pr["name"] + " timeline" or tl["unit"] != "nanoseconds":
+        fail("timeline %r of %r" % (tl["name"], pr["name"]))
+    # Events in time order, each close matching the last open, none left open.
+    opened, last = [], tl["startValue"]
+    for e in tl["events"]:
+        if e["type"] not in ("O", "C") or not 0 <= e["frame"] < len(frames):
+            fail("timeline %r: event %r" % (tl["name"], e))
+        if e["at"] < last or e["at"] > tl["endValue"]:
+            fail("timeline %r: event %r out of order or range" % (tl["name"], e))
+        last = e["at"]
+        if e["type"] == "O":
+            opened.append(e["frame"])
+        elif not opened or opened.pop() != e["frame"]:
+            fail("timeline %r: %r closes what is not open" % (tl["name"], e))
+    if opened:
+        fail("timeline %r: frames left open" % tl["name"])
+for pr in sampled:
     if pr["type"] != "sampled" or pr["unit"] != "nanoseconds":
         fail("profile %r is not sampled in nanoseconds" % pr["name"])
     if len(pr["samples"]) != len(pr["weights"]):
@@ -130,8 +158,12 @@ for pr in d["profiles"]:
         fail("profile %r: a weight is not a positive integer" % pr["name"])
     if pr["endValue"] - pr["startValue"] != sum(pr["weights"]):
         fail("profile %r: endValue - startValue is not the sum of the weights" % pr["name"])
-if d["activeProfileIndex"] != 0 or not d["exporter"].startswith("sp-fold"):
-    fail("activeProfileIndex or exporter")
+# The file opens on the sampled profile of the thread with the most weight.
+if sampled and (d["activeProfileIndex"] >= len(sampled) or
+                sum(sampled[d["activeProfileIndex"]]["weights"]) != max(sum(pr["weights"]) for pr in sampled)):
+    fail("activeProfileIndex %r is not the busiest thread" % d["activeProfileIndex"])
+if not d["exporter"].startswith("sp-fold"):
+    fail("exporter")
 '
 
 # speedscope_check FILE [ARGS...] <<< CHECKS: the structural checks above,
@@ -250,6 +282,71 @@ EOF
 	[[ "$output" == *"Total samples = $(total "$T/period")ns "* ]]
 }
 
+# raw_mappings PPROF: "id start limit offset file" for each Mapping go tool pprof -raw lists.
+raw_mappings() {
+	local -
+	set -o pipefail
+	go tool pprof -raw "$1" | sed -n '/^Mappings/,$p' |
+		sed -nE 's|^ *([0-9]+): (0x[0-9a-f]+)/(0x[0-9a-f]+)/(0x[0-9a-f]+) ([^ ]+).*|\1 \2 \3 \4 \5|p'
+}
+
+# in_mapping LOCS START LIMIT: the number of locations of mapping 1 in go tool
+# pprof -raw's list LOCS; fails when one lies outside [START, LIMIT).
+in_mapping() {
+	/usr/bin/python3 - "$@" <<'EOF'
+import re, sys
+lo, hi = int(sys.argv[2], 16), int(sys.argv[3], 16)
+n = 0
+for l in open(sys.argv[1]):
+    m = re.match(r"\s*\d+: (0x[0-9a-f]+) M=1 ", l)
+    if m:
+        n += 1
+        assert lo <= int(m.group(1), 16) < hi, l
+print(n)
+EOF
+}
+
+@test "pprof: each location is its sampled address in the process's real mapping; go tool pprof -disasm reads it" {
+	# A program run by a shell that stays its parent: the program is mapping 1, not sh.
+	# Built without -pie here: Debian 12's go tool pprof (Go 1.19) cannot place the text of a
+	# position-independent executable for -disasm (not even of a Go program built with -buildmode=pie).
+	cc -O2 -g -no-pie -I"$TOP/tests/workloads" -o "$T/deepnp" "$TOP/tests/workloads/deep.c"
+	sp-capture -q -o "$T/np.raw" -- sh -c "'$T/deepnp' 0.6; true"
+	sp-unwind "$T/np.raw" | sp-symbolize > "$T/np.sym"
+	sp-fold --format pprof -o "$T/np.pb.gz" "$T/np.sym"
+	raw_mappings "$T/np.pb.gz" > "$T/maps"
+	cat "$T/maps" >&3
+	read -r id start limit off file < "$T/maps"
+	[ "$id" = 1 ]
+	[ "$file" = "$T/deepnp" ]
+	# The range and offset are the stream's map record of the program's text.
+	rec=$(sp-cat -t map "$T/np.raw" | jq -r --arg f "$T/deepnp" 'select(.path == $f and .prot % 2 == 1) | "\(.start) \(.start + .len) \(.pgoff)"' | tail -n 1)
+	[ "$rec" = "$((start)) $((limit)) $((off))" ]
+	# Every location of mapping 1 is an address inside it; inline calls are lines of one location.
+	go tool pprof -raw "$T/np.pb.gz" | sed -n '/^Locations/,/^Mappings/p' > "$T/locs"
+	run -0 in_mapping "$T/locs" "$start" "$limit"
+	[ "$output" -ge 3 ]
+	# Inline calls are lines of their physical frame's location, --inline or not.
+	sp-fold --format pprof -o "$T/v.pb.gz" "$VECTORS/symbolized.sps"
+	go tool pprof -raw "$T/v.pb.gz" | grep -A1 ' square demo.c:9 ' | tail -n 1 > "$T/caller"
+	grep -Eq '^ {10,}work demo\.c:17 ' "$T/caller"
+	run -0 go tool pprof -disasm 'deep_leaf' "$T/np.pb.gz"
+	[[ "$output" == *"ROUTINE ======================== deep_leaf"* ]]
+	# The samples land on instructions of deep_leaf, with their lines.
+	printf '%s\n' "$output" | grep -Eq '^ +[0-9]+ +[0-9]+ +[0-9a-f]+: .*;deep_leaf deep\.c:[0-9]+'
+	# The position-independent build: its real range too, and addresses inside it.
+	sp-capture -q -o "$T/pie.raw" -- "$WORKLOADS/deep" 0.3
+	sp-unwind "$T/pie.raw" | sp-symbolize > "$T/pie.sym"
+	sp-fold --format pprof -o "$T/pie.pb.gz" "$T/pie.sym"
+	read -r id start limit off file < <(raw_mappings "$T/pie.pb.gz")
+	[ "$file" = "$WORKLOADS/deep" ]
+	[ "$((start))" -gt $((0x400000)) ]
+	[ "$((off))" -gt 0 ]
+	go tool pprof -raw "$T/pie.pb.gz" | sed -n '/^Locations/,/^Mappings/p' > "$T/plocs"
+	run -0 in_mapping "$T/plocs" "$start" "$limit"
+	[ "$output" -ge 3 ]
+}
+
 @test "pprof --inline: inline frames are lines of their physical frame's location" {
 	sp-fold --inline --kernel --format pprof -o "$T/v.pb.gz" "$VECTORS/symbolized.sps"
 	decode "$T/v.pb.gz" "$T/v.txt"
@@ -298,10 +395,10 @@ for line in open(args[0], encoding="utf-8"):
     stack, n = line.rstrip("\n").rsplit(" ", 1)
     folded[stack] = int(n)
 threads = {k.split(";", 1)[0] for k in folded}
-if len(d["profiles"]) != len(threads):
-    fail("%d profiles, %d threads" % (len(d["profiles"]), len(threads)))
+if len(sampled) != len(threads):
+    fail("%d profiles, %d threads" % (len(sampled), len(threads)))
 mine = {}
-for pr in d["profiles"]:
+for pr in sampled:
     comm, ids = pr["name"].split(" ")
     for st in pr["samples"]:
         key = ";".join(["%s-%s" % (comm, ids)] + [frames[i]["name"] for i in st])
@@ -316,7 +413,7 @@ if d["name"] != "spin" or not any(f["name"] == "leaf_compute" and f["file"].ends
 EOF
 	sp-fold --weight period --format speedscope -o "$T/p.json" "$REF"
 	speedscope_check "$T/p.json" "$(total "$T/period")" <<'EOF'
-total = sum(sum(pr["weights"]) for pr in d["profiles"])
+total = sum(sum(pr["weights"]) for pr in sampled)
 if total != int(args[0]):
     fail("sum of weights %d, folded %s" % (total, args[0]))
 EOF
@@ -336,7 +433,7 @@ EOF
 want = "ma\"in\\\t\x01\ufffd\u00e9:x"
 if want not in [f["name"] for f in frames]:
     fail("no frame %r in %r" % (want, frames))
-if len(d["profiles"]) != 2 or sorted(len(pr["samples"]) for pr in d["profiles"]) != [1, 1]:
+if len(sampled) != 2 or sorted(len(pr["samples"]) for pr in sampled) != [1, 1]:
     fail("profiles %r" % d["profiles"])
 EOF
 	sp-fold --format pprof -o "$T/w.pb.gz" "$T/w.sps"

@@ -104,7 +104,7 @@ pipeline() {
 	[ -n "$t" ]
 	what="-p $t is a thread of process $P, not a process: the whole process $P is sampled, every thread of it, as perf record -p does"
 	fix="to sample that thread alone give sp-capture -t $t; to sample the process, name it: -p $P"
-	run --separate-stderr sp-capture -p "$t" --duration 1 -o "$S.raw"
+	run --separate-stderr sp-capture -q -p "$t" --duration 1 -o "$S.raw"
 	[ "$status" -eq 0 ]
 	[ "$stderr" = "sp-capture: $what; $fix" ]
 	# As perf record -p does: every thread of the process, not the one given.

@@ -83,3 +83,32 @@ man_options() {
 		[ -z "$output" ] || { echo "$(basename "$t"): SYNOPSIS has $output"; false; }
 	done
 }
+
+@test "every tool's --version names the release, the commit and the license, the same everywhere" {
+	local t first=
+	for t in "$BIN"/sp-*; do
+		run -0 "$t" --version
+		[[ "${lines[0]}" =~ ^$(basename "$t")\ [0-9]+\.[0-9]+\.[0-9]+\ \(stackpulse,\ commit\ (unknown|[0-9a-f]{12}(-modified)?)\)$ ]]
+		[[ "${lines[1]}" == "License: MIT"* ]]
+		v=${lines[0]#* }
+		[ -z "$first" ] || [ "$v" = "$first" ]
+		first=$v
+	done
+	grep -q "^MIT License" "$TOP/LICENSE"
+	grep -q "^## " "$TOP/CHANGELOG.md"
+}
+
+@test "every man page is dated and lints clean: mandoc -T lint and man --warnings say nothing" {
+	local f n=0
+	for f in "$TOP"/man/*.[13] "$SP_BUILD/man/sp-stream.5"; do
+		[ -e "$f" ] || continue
+		run -0 mandoc -T lint -W warning "$f"
+		[ -z "$output" ] || { echo "$output"; false; }
+		run -0 bash -c 'LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$1" 2>&1 >/dev/null' _ "$f"
+		[ -z "$output" ] || { echo "$f: $output"; false; }
+		n=$((n + 1))
+	done
+	[ "$n" -ge 20 ]
+	# An alias of a page is a link to it, not a fragile .so request.
+	run -1 grep -l '^\.so' "$TOP"/man/*.3
+}

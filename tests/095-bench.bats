@@ -35,7 +35,8 @@ bench_workloads() {
 		   "8d Java" "8e CPython" "8f Go" "9  attaching" "9a 50 processes" \
 		   "9b one process of 500 threads" "10 stripped binaries" "10a Go" \
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
-		   "12 system-wide" "13 off-CPU" "14 --call-graph fp and dwarf"; do
+		   "12 system-wide" "13 --stack-size auto" "14 off-CPU" \
+		   "15 --call-graph fp and dwarf"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -54,6 +55,7 @@ bench_workloads() {
 	check_attach_rows "$out"
 	check_stripped_rows "$out"
 	check_system_rows "$out"
+	check_stackauto_rows "$out"
 	check_offcpu_rows "$out"
 	check_fp_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
@@ -101,7 +103,7 @@ check_system_rows() {
 	fi
 }
 
-# check_offcpu_rows OUTPUT: figure 13 has, when the build's sp-capture
+# check_offcpu_rows OUTPUT: figure 14 has, when the build's sp-capture
 # has --off-cpu, the time added per switch, the lost samples and the bytes
 # per switch with figures of ours and perf's (or "perf unavailable"), the
 # same with sp-capture's 8 KiB window, and
@@ -112,7 +114,7 @@ check_offcpu_rows() {
 	set -o pipefail
 	local fig rows help
 	help=$("${SP_BUILD%/san}/bin/sp-capture" --help)
-	fig=$(grep -A 12 '^13 off-CPU' <<< "$1")
+	fig=$(grep -A 12 '^14 off-CPU' <<< "$1")
 	if grep -qE '^ +--off-cpu' <<< "$help"; then
 		local r='( \[[^]]*\])?'
 		grep -qE "^   switcher alone: wall time per switch +[1-9][0-9]*ns$r +" <<< "$fig"
@@ -124,7 +126,7 @@ check_offcpu_rows() {
 		grep -qE "^   --stack-size 8K: ns added per switch +-?[0-9]+ns$r +(-?[0-9]+ns$r|perf unavailable)" <<< "$fig"
 		grep -qE "^   --stack-size 8K: bytes per switch +[1-9][0-9]*$r +([1-9][0-9]*$r|perf unavailable)" <<< "$fig"
 		if grep -qE '^   perf --off-cpu: ns added per switch +- +- .*not measured: see the note$' <<< "$fig"; then
-			grep -qE '^note: perf record --off-cpu \(13\) not measured: .+' <<< "$1"
+			grep -qE '^note: perf record --off-cpu \(14\) not measured: .+' <<< "$1"
 		else
 			grep -qE "^   perf --off-cpu: ns added per switch +-?[0-9]+ns$r +(-?[0-9]+ns$r|perf unavailable)" <<< "$fig"
 		fi
@@ -134,7 +136,7 @@ check_offcpu_rows() {
 	fi
 }
 
-# check_fp_rows OUTPUT: figure 14 has, for --call-graph fp and dwarf at
+# check_fp_rows OUTPUT: figure 15 has, for --call-graph fp and dwarf at
 # 999 Hz, the slowdown, the extra CPU-seconds, the bytes per sample of
 # both workloads and the recorder's CPU time with figures of ours and
 # perf's (or "perf unavailable"), fp's bytes and CPU with the ratio of the
@@ -144,7 +146,7 @@ check_fp_rows() {
 	local -
 	set -o pipefail
 	local fig rows r='( \[[^]]*\])?' hz mode
-	fig=$(grep -A 22 '^14 --call-graph fp and dwarf' <<< "$1")
+	fig=$(grep -A 22 '^15 --call-graph fp and dwarf' <<< "$1")
 	grep -qE '^   spin-fp alone: seconds per pass +[0-9.]+us' <<< "$fig"
 	for hz in 999 4999; do
 		if [ $hz = 4999 ] &&
@@ -162,6 +164,21 @@ check_fp_rows() {
 		rows=$(grep -cE "^   (bytes per sample, (spin|deep)-fp|recorder CPU, deep-fp), fp, $hz Hz .* fp/dwarf ([0-9.]+|n/a)\$" <<< "$fig")
 		[ "$rows" -eq 3 ]
 	done
+}
+
+# check_stackauto_rows OUTPUT: figure 13 has the slowdown and the extra
+# CPU of both windows with a figure of ours (perf's or why not), and the
+# window auto chose.
+check_stackauto_rows() {
+	local -
+	set -o pipefail
+	local r='( \[[^]]*\])?' w
+	for w in "--stack-size auto" "default window"; do
+		grep -qE "^   workload slowdown, $w +[-+][0-9.]+%$r +([-+][0-9.]+%|perf unavailable)" <<< "$1"
+		grep -qE "^   extra CPU-seconds, $w +[-+][0-9.]+s$r +([-+][0-9.]+s|perf unavailable)" <<< "$1"
+	done
+	grep -qE "^   auto / default window: slowdown +(-?[0-9.]+|n/a) " <<< "$1"
+	grep -qE "^   window chosen +[1-9][0-9]*$r " <<< "$1"
 }
 
 # check_attach_rows OUTPUT: figure 9 has, for each of its two workloads,
@@ -220,15 +237,15 @@ bench_idle() {
 	run -1 bench_idle
 }
 
-@test "scripts/bench --only offcpu,fp: figures 13 and 14 alone, with figures" {
+@test "scripts/bench --only offcpu,fp: figures 14 and 15 alone, with figures" {
 	run env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only offcpu,fp
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"13 off-CPU"* ]]
-	[[ "$output" == *"14 --call-graph fp and dwarf"* ]]
+	[[ "$output" == *"14 off-CPU"* ]]
+	[[ "$output" == *"15 --call-graph fp and dwarf"* ]]
 	check_offcpu_rows "$output"
 	check_fp_rows "$output"
-	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 |9 |10 |11 |12 )' <<< "$output"
+	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 |9 |10 |11 |12 |13 )' <<< "$output"
 }
 
 @test "scripts/bench --only attach: interrupted, it kills the workloads it started" {

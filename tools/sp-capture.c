@@ -29,6 +29,7 @@
 #include "capture/recorder.h"
 #include "stream/stream.h"
 #include "tool.h"
+#include "unwind/stage.h"
 #include "util/alloc.h"
 #include "util/procfs.h"
 #include "util/procns.h"
@@ -85,6 +86,12 @@ static void usage(void)
 	       "                            machine cannot count (no PMU)\n"
 	       "      --stack-size BYTES    user stack copied per sample (default %u, at most\n"
 	       "                            %u; K suffix for KiB; rounded up to a multiple of 8)\n"
+	       "      --stack-size auto     calibrate: copy the most at first, then the\n"
+	       "                            smallest window that kept 99.5%% of the stacks\n"
+	       "                            complete\n"
+	       "      --calibrate SECONDS   with --stack-size auto: calibrate for at least\n"
+	       "                            SECONDS and 300 samples, at most 6 x SECONDS\n"
+	       "                            (default 0.5)\n"
 	       "      --call-graph MODE     how user stacks are recorded: dwarf (the default:\n"
 	       "                            a copy of the stack, unwound later; dwarf,SIZE\n"
 	       "                            sets its size as --stack-size) or fp (the\n"
@@ -142,6 +149,8 @@ struct cli {
 	bool force;		/* --force: a rate or ring that will not keep up */
 	bool allow_empty;	/* --allow-empty: 0 samples is not an error */
 	bool stack_size_given;	/* --stack-size or --call-graph dwarf,SIZE */
+	bool stack_auto;	/* --stack-size auto */
+	double calibrate_s;	/* --calibrate; 0: not given */
 	bool by_period;		/* samples come every so many events, not at -F's rate */
 	int inherit;	/* -1: the default for the mode */
 	bool all_cpus;		/* -a, or -C alone */
@@ -235,6 +244,7 @@ static void parse_call_graph(struct cli *c, const char *arg)
 		if (arg[5] == ',') {
 			c->o.stack_size = parse_stack_size(arg + 6);
 			c->stack_size_given = true;
+			c->stack_auto = false;
 		}
 		return;
 	}
@@ -385,7 +395,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
 	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP, FORCE, ALLOW_EMPTY,
-	       CALL_GRAPH, EVENT_FALLBACK, OFF_CPU };
+	       CALL_GRAPH, EVENT_FALLBACK, OFF_CPU, CALIBRATE };
 	bool stop_given = false;
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -403,6 +413,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		{ "count", required_argument, NULL, 'c' },
 		{ "event-fallback", no_argument, NULL, EVENT_FALLBACK },
 		{ "stack-size", required_argument, NULL, STACK_SIZE },
+		{ "calibrate", required_argument, NULL, CALIBRATE },
 		{ "kernel", no_argument, NULL, KERNEL },
 		{ "off-cpu", no_argument, NULL, OFF_CPU },
 		{ "call-graph", required_argument, NULL, CALL_GRAPH },
@@ -466,8 +477,17 @@ static void parse_args(struct cli *c, int argc, char **argv)
 			exit(SP_EXIT_OK);
 		}
 		case STACK_SIZE:
-			c->o.stack_size = parse_stack_size(optarg);
+			c->stack_auto = strcmp(optarg, "auto") == 0;
+			c->o.stack_size = c->stack_auto ? SP_MAX_STACK_SIZE : parse_stack_size(optarg);
 			c->stack_size_given = true;
+			break;
+		case CALIBRATE:
+			errno = 0;
+			c->calibrate_s = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(c->calibrate_s > 0) ||
+			    c->calibrate_s > 600)
+				sp_usage_error("invalid --calibrate '%s': give a positive number of "
+					       "seconds, at most 600", optarg);
 			break;
 		case CALL_GRAPH: parse_call_graph(c, optarg); break;
 		case KERNEL: c->o.kernel = true; break;
@@ -546,6 +566,11 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		sp_usage_error("--descendants applies to -p, --name and --pid-file");
 	if (c->o.stop && c->command)
 		sp_usage_error("--stop applies to running processes, not to a command");
+	if (c->o.call_graph_fp && c->stack_auto)
+		sp_usage_error("--stack-size auto applies to --call-graph dwarf: with fp no stack "
+			       "is copied, so there is no window to choose");
+	if (c->calibrate_s && !c->stack_auto)
+		sp_usage_error("--calibrate applies to --stack-size auto");
 	if (c->o.call_graph_fp && c->stack_size_given)
 		sp_usage_error("--stack-size applies to --call-graph dwarf: with fp no stack is copied");
 	if (c->o.call_graph_fp)
@@ -806,12 +831,21 @@ static double mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void status_line(struct sp_capture *r, double elapsed, bool final)
+/*
+ * The status: redrawn in place on a terminal (live), else written once at
+ * the end as the closing summary.  With --duration, the time is "elapsed
+ * of duration".
+ */
+static void status_line(const struct cli *c, struct sp_capture *r, double elapsed, bool live,
+			bool final)
 {
 	struct sp_capture_stats s;
+	char of[32] = "";
 	sp_capture_get_stats(r, &s);
-	fprintf(stderr, "\r%s: %6.1fs  %llu samples  %llu lost  %.0f/s  %.1f MB%s",
-		sp_progname, elapsed, (unsigned long long)s.samples,
+	if (c->o.duration_s > 0)
+		snprintf(of, sizeof(of), " of %.1fs", c->o.duration_s);
+	fprintf(stderr, "%s%s: %6.1fs%s  %llu samples  %llu lost  %.0f/s  %.1f MB%s",
+		live ? "\r" : "", sp_progname, elapsed, of, (unsigned long long)s.samples,
 		(unsigned long long)s.lost, elapsed > 0 ? (double)s.samples / elapsed : 0.0,
 		(double)s.bytes / 1e6, final ? "\n" : "  ");
 }
@@ -908,6 +942,74 @@ static int attach_all(struct cli *c, struct sp_recorder *r)
 	return rc;
 }
 
+/*
+ * --stack-size auto: the calibration records with the largest window
+ * for at least --calibrate seconds and 300 samples, at most six times as
+ * long, and stops early at 256 MiB of stream; a thread then unwinds
+ * what it recorded (api/internal.h, sp_calib_*), and the events are
+ * opened again with the smallest window that kept 99.5% of the stacks
+ * complete, at least 4096 bytes.  Too few stacks keep the default.
+ */
+#define CAL_SECONDS 0.5
+#define CAL_SAMPLES 300
+#define CAL_MAX_BYTES (256u << 20)
+#define CAL_MIN_STACKS 50
+#define CAL_KEEP 0.995
+#define CAL_FLOOR 4096u
+
+enum cal_phase { CAL_OFF, CAL_RECORDING, CAL_UNWINDING, CAL_DONE };
+
+/* Whether the calibration has recorded enough (or must stop). */
+static bool cal_recorded(const struct cli *c, struct sp_capture *r, struct sp_writer *w,
+			 double elapsed)
+{
+	struct sp_capture_stats st;
+	sp_capture_get_stats(r, &st);
+	double least = c->calibrate_s ? c->calibrate_s : CAL_SECONDS;
+	return (elapsed >= least && st.samples >= CAL_SAMPLES) || elapsed >= 6 * least ||
+	       sp_writer_bytes(w) >= CAL_MAX_BYTES;
+}
+
+/* Chooses the window from what the calibration measured and opens the events with it. */
+static int cal_apply(const struct cli *c, struct sp_calib *cal, struct sp_capture *r)
+{
+	uint64_t samples;
+	const struct sp_error *err;
+	const struct sp_copy_used *u = sp_calib_result(cal, &samples, &err);
+	uint64_t counted = u->n + u->truncated;
+	uint32_t size;
+	if (err)
+		sp_warn("--stack-size auto: the calibration stopped short: %s",
+			sp_error_message(err));
+	if (counted < CAL_MIN_STACKS) {
+		size = SP_DEFAULT_STACK_SIZE;
+		if (!c->quiet)
+			sp_warn("--stack-size auto: the calibration saw %llu complete or truncated "
+				"stacks in %llu samples, too few to choose from (the target was "
+				"idle?); copying the default %u bytes (give --stack-size BYTES, or "
+				"a longer --calibrate)", (unsigned long long)counted,
+				(unsigned long long)samples, size);
+	} else {
+		size = sp_copy_used_window(u, CAL_KEEP, CAL_FLOOR, SP_MAX_STACK_SIZE);
+		uint64_t kept = 0;
+		for (size_t i = 0; i < SP_COPY_BUCKETS && i * SP_COPY_BUCKET < size + SP_COPY_BUCKET; i++)
+			kept += u->hist[i];
+		if (!c->quiet)
+			sp_warn("--stack-size auto: copying %u bytes, which would have kept %.1f%% "
+				"of %llu calibration stacks complete (the complete ones needed at "
+				"most %llu bytes, half of them %llu; %llu truncated at %u)", size,
+				100.0 * (double)kept / (double)counted, (unsigned long long)counted,
+				(unsigned long long)u->max,
+				(unsigned long long)sp_copy_used_quantile(u, 0.5),
+				(unsigned long long)u->truncated, SP_MAX_STACK_SIZE);
+	}
+	if (sp_capture_set_stack_size(r, size, u->n) < 0) {
+		sp_warn("--stack-size auto: %s", sp_capture_error(r));
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli c = { 0 };
@@ -931,8 +1033,16 @@ int main(int argc, char **argv)
 		sp_die(SP_EXIT_FATAL, "cannot create the archive '%s': %s", c.archive, strerror(errno));
 	int outfd = sp_open_recording(c.output);
 	c.o.command_stdout_to_stderr = outfd == STDOUT_FILENO;
-	struct sp_recorder *rec = sp_recorder_new_tool(&c.o, outfd, c.output ? c.output : "-",
-						       argc, argv);
+	struct sp_calib *cal = NULL;
+	enum cal_phase phase = CAL_OFF;
+	if (c.stack_auto) {
+		struct sp_error err = { 0 };
+		if (!(cal = sp_calib_new(outfd, &err)))
+			sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&err));
+		phase = CAL_RECORDING;
+	}
+	struct sp_recorder *rec = sp_recorder_new_tool(&c.o, cal ? sp_calib_fd(cal) : outfd,
+						       c.output ? c.output : "-", argc, argv);
 	if (!rec)
 		sp_die(SP_EXIT_FATAL, "%s", sp_errmsg(-1));
 	struct sp_capture *r = sp_recorder_capture(rec);
@@ -989,6 +1099,7 @@ int main(int argc, char **argv)
 		status = SP_EXIT_FATAL;
 	if (status != SP_EXIT_OK) {
 		sp_recorder_free(rec);
+		sp_calib_free(cal);
 		free(c.pids);
 		free(c.tids);
 		free(c.cpus);
@@ -1010,6 +1121,8 @@ int main(int argc, char **argv)
 		}
 		if (live && timeout > 250)
 			timeout = 250;
+		if ((phase == CAL_RECORDING || phase == CAL_UNWINDING) && timeout > 50)
+			timeout = 50;
 		if (sp_recorder_poll(rec, timeout) < 0) {
 			recorder_failed(w);
 			status = SP_EXIT_FATAL;
@@ -1018,6 +1131,19 @@ int main(int argc, char **argv)
 		if (sp_recorder_targets_active(rec) != 1 || stop_signal)
 			break;
 		now = mono_s();
+		if (phase == CAL_RECORDING && cal_recorded(&c, r, w, now - t0)) {
+			struct sp_error err = { 0 };
+			phase = CAL_UNWINDING;
+			if (sp_calib_switch(cal, w, &err) < 0) {
+				sp_warn("%s; recording stopped", sp_error_message(&err));
+				status = SP_EXIT_FATAL;
+				break;
+			}
+		} else if (phase == CAL_UNWINDING && sp_calib_ready(cal)) {
+			phase = CAL_DONE;
+			if (cal_apply(&c, cal, r) < 0 && status == SP_EXIT_OK)
+				status = SP_EXIT_PARTIAL;
+		}
 		if (c.o.refresh_threads_ms && (now - last_refresh) * 1000 >= c.o.refresh_threads_ms) {
 			last_refresh = now;
 			if (sp_capture_refresh_threads(r) < 0)
@@ -1025,15 +1151,28 @@ int main(int argc, char **argv)
 		}
 		if (live && now - last_status >= 0.25) {
 			last_status = now;
-			status_line(r, now - t0, false);
+			status_line(&c, r, now - t0, true, false);
 		}
 	}
+	/* Ended while calibrating: what was recorded goes out, with the window it had. */
+	if (phase == CAL_RECORDING) {
+		struct sp_error err = { 0 };
+		if (sp_calib_switch(cal, w, &err) < 0) {
+			sp_warn("%s", sp_error_message(&err));
+			status = SP_EXIT_FATAL;
+		}
+	}
+	if (cal && phase != CAL_DONE && !c.quiet)
+		sp_warn("--stack-size auto: the recording ended before the calibration did; "
+			"every sample copied %u bytes (give a longer recording, or a shorter "
+			"--calibrate)", SP_MAX_STACK_SIZE);
 	if (status == SP_EXIT_OK && sp_recorder_finish(rec, &sum) < 0) {
 		recorder_failed(w);
 		status = SP_EXIT_FATAL;
 	}
-	if (live)
-		status_line(r, mono_s() - t0, true);
+	/* The closing summary, on a terminal or not, unless -q. */
+	if (!c.quiet)
+		status_line(&c, r, mono_s() - t0, live, true);
 	int cs = sum.command_status;
 	if (child > 0 && sum.has_command_status && !c.quiet) {
 		if (cs >= 0)
@@ -1049,6 +1188,7 @@ int main(int argc, char **argv)
 	if (sp_writer_flush(w) < 0 && status == SP_EXIT_OK)
 		status = sp_write_failed(errno);
 	sp_recorder_free(rec);
+	sp_calib_free(cal);
 	free(c.pids);
 	free(c.tids);
 	free(c.cpus);

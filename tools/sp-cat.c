@@ -76,6 +76,8 @@ struct ps_state {
 	char **modules;		/* paths by id */
 	size_t nmodules, allocmodules;
 	struct sp_u64map procs;	/* pid -> process name (malloc'd) */
+	char **events;		/* the header's event names, by index */
+	size_t nevents;
 };
 
 static void ps_reset(struct ps_state *s)
@@ -91,6 +93,9 @@ static void ps_reset(struct ps_state *s)
 	for (size_t i = 0; i < s->nmodules; i++)
 		free(s->modules[i]);
 	sp_u64map_release(&s->procs, free);
+	for (size_t i = 0; i < s->nevents; i++)
+		free(s->events[i]);
+	free(s->events);
 	free(s->frames);
 	free(s->stacks);
 	free(s->modules);
@@ -123,9 +128,19 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 	uint64_t id = 0, v;
 	sp_map_u64(m, "id", &id);
 	switch (rec->type) {
-	case SP_R_HEADER:
+	case SP_R_HEADER: {
 		ps_reset(s);
+		/* The events by index; a stream before 1.3 names its one in its options. */
+		const msgpack_object_array *ev = sp_map_array(m, "events");
+		const msgpack_object *opts = sp_map_get(m, "options");
+		s->events = sp_xcalloc(ev && ev->size ? ev->size : 1, sizeof(*s->events));
+		for (uint32_t k = 0; ev && k < ev->size; k++)
+			s->events[s->nevents++] = ev->ptr[k].type == MSGPACK_OBJECT_STR ?
+				strndup(ev->ptr[k].via.str.ptr, ev->ptr[k].via.str.size) : NULL;
+		if (!s->nevents && opts && opts->type == MSGPACK_OBJECT_MAP)
+			s->events[s->nevents++] = ps_str(opts, "event");
 		break;
+	}
 	case SP_R_MODULE:
 		if (ps_slot((void **)&s->modules, sizeof(*s->modules), id, &s->nmodules,
 			    &s->allocmodules)) {
@@ -195,10 +210,20 @@ static void ps_record(struct ps_state *s, const struct sp_record *rec, FILE *out
 		sp_sample_head_read(m, &h);
 		uint64_t pid = h.pid, tid = h.tid, time = h.time, period = h.period, stack = h.stack;
 		const char *comm = sp_u64map_get(&s->procs, pid);
-		fprintf(out, "%s %llu/%llu %llu.%06llu: %llu cpu-clock:\n", comm ? comm : "?",
-			(unsigned long long)pid, (unsigned long long)tid,
+		const char *event = h.event < s->nevents ? s->events[h.event] : NULL;
+		uint64_t cpu = 0;
+		/* perf's form: COMM PID/TID [CPU] SECONDS: PERIOD EVENT:, and :PID for no name. */
+		char unnamed[32];
+		if (!comm) {
+			snprintf(unnamed, sizeof(unnamed), ":%llu", (unsigned long long)pid);
+			comm = unnamed;
+		}
+		sp_map_u64(m, "cpu", &cpu);
+		fprintf(out, "%s %llu/%llu [%03llu] %llu.%06llu: %llu %s:\n", comm,
+			(unsigned long long)pid, (unsigned long long)tid, (unsigned long long)cpu,
 			(unsigned long long)(time / 1000000000u),
-			(unsigned long long)(time % 1000000000u / 1000u), (unsigned long long)period);
+			(unsigned long long)(time % 1000000000u / 1000u), (unsigned long long)period,
+			event ? event : "cpu-clock");
 		const uint64_t *st = stack < s->nstacks ? s->stacks[stack] : NULL;
 		for (uint64_t k = 1; st && k <= st[0]; k++) {
 			const struct ps_frame *f = st[k] < s->nframes ? &s->frames[st[k]] : NULL;

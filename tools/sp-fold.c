@@ -28,7 +28,9 @@ static void usage(void)
 	       "Fold the samples of a symbolized stackpulse stream into stacks.\n"
 	       "\n"
 	       "  -o, --output FILE        write to FILE instead of standard output\n"
-	       "      --format F           folded (default), pprof or speedscope\n"
+	       "      --format F           folded (default), pprof, speedscope or firefox\n"
+	       "                           (the Firefox Profiler's processed profile;\n"
+	       "                           gzipped when FILE ends in .gz)\n"
 	       "      --pid                root frames comm-PID\n"
 	       "      --tid                root frames comm-PID/TID\n"
 	       "      --by-process         root frames the process name, every pid of a\n"
@@ -238,6 +240,22 @@ static int write_top(struct sp_fold *f, FILE *out, size_t n, enum sp_top_sort so
 	return rc < 0 ? SP_EXIT_FATAL : SP_EXIT_OK;
 }
 
+/* --format firefox: the Firefox Profiler's processed profile, of the view. */
+static int write_firefox(struct sp_fold *f, FILE *out, bool gzip)
+{
+	struct sp_fold_view v;
+	struct sp_error err = { 0 };
+	if (sp_fold_view_get(f, &v) < 0) {
+		sp_warn("%s", sp_fold_error(f));
+		return SP_EXIT_FATAL;
+	}
+	int rc = sp_fold_write_firefox(&v, gzip, out, &err);
+	if (rc < 0)
+		sp_warn("%s", sp_error_message(&err));
+	sp_fold_view_release(&v);
+	return rc < 0 ? SP_EXIT_FATAL : SP_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	enum { FORMAT = 256, PID, TID, KERNEL, JIT, INLINE, ADDRS, ALL, SHOW_HIDDEN, WEIGHT,
@@ -275,7 +293,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	/* In the order of enum sp_fold_format. */
-	static const char *const formats[] = { "folded", "pprof", "speedscope", NULL };
+	static const char *const formats[] = { "folded", "pprof", "speedscope", "firefox", NULL };
 	static const char *const weights[] = { "samples", "period", NULL };
 	/* In the order of enum sp_top_sort. */
 	static const char *const sorts[] = { "self", "total", NULL };
@@ -295,7 +313,7 @@ int main(int argc, char **argv)
 		case 'o': output = optarg; break;
 		case FORMAT:
 			o.format = (enum sp_fold_format)choice(optarg, "--format", formats,
-							       "folded, pprof or speedscope");
+							       "folded, pprof, speedscope or firefox");
 			break;
 		case PID: o.root = SP_ROOT_PID; break;
 		case TID: o.root = SP_ROOT_TID; break;
@@ -341,6 +359,8 @@ int main(int argc, char **argv)
 		}
 	}
 	const char *input = sp_single_input(argc, argv, optind);
+	/* pprof places each frame at its address in a mapping of the process. */
+	o.locations = o.format == SP_FOLD_PPROF;
 	if (o.from >= o.to)
 		sp_usage_error("--from must be before --to");
 	if (o.off_cpu && o.wall)
@@ -354,13 +374,19 @@ int main(int argc, char **argv)
 	if (follow && (want_top || o.format != SP_FOLD_FOLDED || o.per_thread_dir))
 		sp_usage_error("--follow writes folded lines as they come: no --top, --format "
 			       "or --per-thread with it");
+	if (o.format == SP_FOLD_FIREFOX && o.per_thread_dir)
+		sp_usage_error("--per-thread writes folded files: the firefox profile has a track "
+			       "per thread already");
+	/* A firefox profile named *.gz is gzip-compressed, as the profiler reads it. */
+	size_t outlen = output ? strlen(output) : 0;
+	bool gzip = o.format == SP_FOLD_FIREFOX && outlen > 3 && strcmp(output + outlen - 3, ".gz") == 0;
 	if (o.per_thread_dir && mkdir(o.per_thread_dir, 0755) < 0 && errno != EEXIST)
 		sp_die(SP_EXIT_FATAL, "cannot create '%s': %s", o.per_thread_dir, strerror(errno));
 
 	/* Following a file opens it when it appears; a pipe needs no following. */
 	bool follow_file = follow && input && strcmp(input, "-") != 0;
 	int infd = follow_file ? sp_follow_input(input) : sp_open_input(input);
-	int outfd = sp_open_output(output, o.format == SP_FOLD_PPROF);
+	int outfd = sp_open_output(output, o.format == SP_FOLD_PPROF || gzip);
 	FILE *out = sp_output_file(outfd);
 	struct sp_reader *r = follow_file ? sp_reader_follow(input, &sp_interrupted, sp_note_warn, NULL)
 					  : sp_reader_new(infd, input ? input : "-");
@@ -412,6 +438,9 @@ int main(int argc, char **argv)
 		status = SP_EXIT_PARTIAL;
 	if (want_top) {
 		if (write_top(f, out, (size_t)top, sort) != SP_EXIT_OK)
+			status = SP_EXIT_FATAL;
+	} else if (o.format == SP_FOLD_FIREFOX) {
+		if (write_firefox(f, out, gzip) != SP_EXIT_OK)
 			status = SP_EXIT_FATAL;
 	} else if (follow ? sp_fold_write_new(f, out) < 0 : sp_fold_write(f, out) < 0) {
 		sp_warn("%s", sp_fold_error(f));

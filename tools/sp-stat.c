@@ -189,6 +189,9 @@ struct stats {
 	uint64_t errors[SP_E_COUNT];
 	/* Counted from the records themselves. */
 	uint64_t sample_records, period_sum, first_time, last_time;
+	uint64_t period_n;		/* samples in period_sum: not the off-CPU ones */
+	long off_cpu_event;		/* the index of "off-cpu" in events; -1: none */
+	uint64_t off_cpu_ns, preempted, preempted_ns;
 	uint64_t lost_records;
 	/* Unwinding. */
 	bool have_unwind;
@@ -223,6 +226,9 @@ struct stats {
 	uint64_t kernel_frames, kernel_address_only;	/* symbolized kernel frames */
 	uint64_t perf_maps_loaded;
 	uint64_t uw_modules_missing, uw_modules_opened, uw_max_depth_full;
+	/* What complete stacks needed of their copies (the largest over segments). */
+	uint64_t uw_used_stacks, uw_used_p50, uw_used_p995, uw_used_max;
+	uint64_t stack_chosen, cal_stacks;	/* sp-capture --stack-size auto's choice */
 	uint64_t pyeval_only;		/* CPython samples in the eval loop, no Python frame */
 	bool jit_map_asked;		/* a command line asked a JIT for a perf map or jitdump */
 	/* The ids sp-capture -p was given, and the processes it recorded (options.pids). */
@@ -895,6 +901,10 @@ static void take_events(struct stats *st, const msgpack_object *m, const msgpack
 	memcpy(st->events, names, sizeof(names));
 	memset(st->event_samples, 0, sizeof(st->event_samples));
 	st->nevents = n;
+	st->off_cpu_event = -1;
+	for (size_t i = 0; i < n && st->off_cpu_event < 0; i++)
+		if (strcmp(names[i], "off-cpu") == 0)
+			st->off_cpu_event = (long)i;
 }
 
 static void take_header(struct stats *st, const struct sp_record *rec, const struct sp_header *h)
@@ -949,6 +959,11 @@ static void take_summary(struct stats *st, const msgpack_object *m)
 	ADD("duration_ns", duration_ns);
 	ADD("lost_samples", lost_samples);
 #undef ADD
+	if (sp_map_u64(m, "stack_size_chosen", &v)) {
+		st->stack_chosen = v;
+		st->cal_stacks = 0;
+		sp_map_u64(m, "stack_calibration_stacks", &st->cal_stacks);
+	}
 	bool b;
 	if (sp_map_bool(m, "kernel_enabled", &b))
 		st->kernel_enabled = b;
@@ -976,6 +991,12 @@ static void take_unwind(struct stats *st, const msgpack_object *m)
 	if (sp_map_u64(m, "modules_missing", &v)) st->uw_modules_missing += v;
 	if (sp_map_u64(m, "modules_opened", &v)) st->uw_modules_opened += v;
 	if (sp_map_u64(m, "max_depth_full", &v)) st->uw_max_depth_full += v;
+	if (sp_map_u64(m, "copy_used_stacks", &v)) st->uw_used_stacks += v;
+#define MAX(key, field) if (sp_map_u64(m, key, &v) && v > st->field) st->field = v
+	MAX("copy_used_p50", uw_used_p50);
+	MAX("copy_used_p995", uw_used_p995);
+	MAX("copy_used_max", uw_used_max);
+#undef MAX
 	const msgpack_object_array *ends = sp_map_array(m, "ends");
 	for (uint32_t i = 0; ends && i < ends->size; i++) {
 		uint64_t code, count;
@@ -1130,8 +1151,19 @@ static void take_record(struct stats *st, const struct sp_record *rec, const str
 		sp_map_u64(m, "event", &v);
 		if (v < st->nevents)
 			st->event_samples[v]++;
-		if (sp_map_u64(m, "period", &v))
+		if (st->off_cpu_event >= 0 && v == (uint64_t)st->off_cpu_event) {
+			/* Weighted by the time off the CPU: no part of the sampling rate. */
+			bool pre = false;
+			v = 0;
+			sp_map_u64(m, "period", &v);
+			sp_map_bool(m, "preempted", &pre);
+			st->off_cpu_ns += v;
+			st->preempted += pre;
+			st->preempted_ns += pre ? v : 0;
+		} else if (sp_map_u64(m, "period", &v)) {
 			st->period_sum += v;
+			st->period_n++;
+		}
 		if (sp_map_u64(m, "time", &v)) {
 			if (!st->first_time || v < st->first_time)
 				st->first_time = v;
@@ -1800,8 +1832,9 @@ static size_t diagnose(const struct stats *st, struct advice *a, bool *unusable)
 			advise(a, &n, what, "raise kernel.perf_event_max_stack, the kernel's limit on the "
 			       "frame-pointer walk of --call-graph fp, or record with --call-graph dwarf");
 		else
-			advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 ", at most 65528)",
-			       st->stack_size);
+			advise(a, &n, what, "raise sp-capture --stack-size (now %" PRIu64 "%s, at most 65528)",
+			       st->stack_chosen ? st->stack_chosen : st->stack_size,
+			       st->stack_chosen ? ", as --stack-size auto chose" : "");
 	}
 	if (st->have_unwind && st->uw_user && pct(st->uw_complete, st->uw_user) < 95) {
 		int said = *unusable && !st->uw_complete ? main_end(st) : 0;
@@ -1884,8 +1917,8 @@ static void json_out(struct sp_buf *b, FILE *out)
 static double effective_rate(const struct stats *st)
 {
 	/* cpu-clock periods are nanoseconds of CPU time between samples. */
-	return st->sample_records && st->period_sum ?
-		1e9 / ((double)st->period_sum / (double)st->sample_records) : 0;
+	return st->period_n && st->period_sum ?
+		1e9 / ((double)st->period_sum / (double)st->period_n) : 0;
 }
 
 /* Whether a runtime has anything to report. */
@@ -2043,6 +2076,32 @@ static void naming_json(struct sp_jw *j, const struct stats *st, size_t top)
 	sp_jw_object_end(j);
 }
 
+/* The stack window of the samples: --stack-size auto's choice, else the header's. */
+static uint64_t window_used(const struct stats *st)
+{
+	return st->stack_chosen ? st->stack_chosen : st->stack_size;
+}
+
+/*
+ * The window that would have kept 99.5% of the complete stacks complete,
+ * as sp-capture --stack-size auto picks one (a multiple of 512, at least
+ * 4096), and by how much it would copy less, in %; 0 when it would not
+ * save a quarter of the window used.
+ */
+static uint64_t smaller_window(const struct stats *st, double *less)
+{
+	uint64_t w = window_used(st), m = st->uw_used_p995;
+	if (!st->uw_used_stacks || call_graph_fp(st) || !w)
+		return 0;
+	m = (m + 511) / 512 * 512;
+	if (m < 4096)
+		m = 4096;
+	if (m * 4 > w * 3)
+		return 0;
+	*less = 100.0 * (1.0 - (double)m / (double)w);
+	return m;
+}
+
 static void report_json(const struct stats *st, const struct advice *a, size_t na, bool unusable,
 			size_t top, FILE *out)
 {
@@ -2062,6 +2121,10 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 	sp_jw_kv_u64(&j, "requested_rate", st->frequency);
 	jw_fixed3(&j, "effective_rate", effective_rate(st));
 	sp_jw_kv_u64(&j, "stack_size", st->stack_size);
+	if (st->stack_chosen) {
+		sp_jw_kv_u64(&j, "stack_size_chosen", st->stack_chosen);
+		sp_jw_kv_u64(&j, "stack_calibration_stacks", st->cal_stacks);
+	}
 	sp_jw_kv_str(&j, "call_graph", call_graph_fp(st) ? "fp" : "dwarf");
 	sp_jw_kv_bool(&j, "kernel_requested", st->opt_kernel);
 	sp_jw_kv_bool(&j, "kernel_enabled", st->kernel_enabled);
@@ -2077,6 +2140,11 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 		sp_jw_object_begin(&j);
 		sp_jw_kv_str(&j, "name", st->events[i]);
 		sp_jw_kv_u64(&j, "samples", st->event_samples[i]);
+		if ((long)i == st->off_cpu_event) {
+			sp_jw_kv_u64(&j, "off_cpu_ns", st->off_cpu_ns);
+			sp_jw_kv_u64(&j, "preempted", st->preempted);
+			sp_jw_kv_u64(&j, "preempted_ns", st->preempted_ns);
+		}
 		sp_jw_object_end(&j);
 	}
 	sp_jw_array_end(&j);
@@ -2122,6 +2190,22 @@ static void report_json(const struct stats *st, const struct advice *a, size_t n
 		jw_fixed3(&j, "complete_pct", pct(st->uw_complete, st->uw_user));
 		jw_fixed3(&j, "frames_per_sample",
 			  st->uw_samples ? (double)st->uw_frames / (double)st->uw_samples : 0);
+		if (st->uw_used_stacks) {
+			double less = 0;
+			uint64_t m = smaller_window(st, &less);
+			sp_jw_key(&j, "copy_used");
+			sp_jw_object_begin(&j);
+			sp_jw_kv_u64(&j, "stacks", st->uw_used_stacks);
+			sp_jw_kv_u64(&j, "p50", st->uw_used_p50);
+			sp_jw_kv_u64(&j, "p995", st->uw_used_p995);
+			sp_jw_kv_u64(&j, "max", st->uw_used_max);
+			sp_jw_kv_u64(&j, "window", window_used(st));
+			if (m) {
+				sp_jw_kv_u64(&j, "suggested_stack_size", m);
+				jw_fixed3(&j, "copy_less_pct", less);
+			}
+			sp_jw_object_end(&j);
+		}
 		sp_jw_key(&j, "failures");
 		sp_jw_object_begin(&j);
 		for (int e = 1; e < SP_END_COUNT; e++)
@@ -2181,6 +2265,10 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 			(double)dur / 1e9, st->frequency, effective_rate(st));
 		if (call_graph_fp(st))
 			fprintf(out, "call graph fp (the kernel's frame-pointer walk, no stack copy)\n");
+		else if (st->stack_chosen)
+			fprintf(out, "stack window %" PRIu64 " bytes (--stack-size auto: chosen from "
+				"%" PRIu64 " stacks copied with %" PRIu64 " bytes)\n", st->stack_chosen,
+				st->cal_stacks, st->stack_size);
 		else
 			fprintf(out, "stack window %" PRIu64 " bytes\n", st->stack_size);
 		fprintf(out, "  kernel frames: %s%s\n", st->kernel_enabled ? "recorded" : "not recorded",
@@ -2190,8 +2278,14 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 	if (st->nevents > 1 || (st->nevents == 1 && strcmp(st->events[0], "cpu-clock") != 0)) {
 		fprintf(out, "  events:");
 		for (size_t i = 0; i < st->nevents; i++)
-			fprintf(out, "%s %s %" PRIu64 " samples", i ? "," : "", st->events[i],
-				st->event_samples[i]);
+			if ((long)i == st->off_cpu_event)
+				fprintf(out, "%s off-cpu %" PRIu64 " intervals, %.3f s off the CPU "
+					"(%" PRIu64 " preempted, %.3f s)", i ? "," : "",
+					st->event_samples[i], (double)st->off_cpu_ns / 1e9,
+					st->preempted, (double)st->preempted_ns / 1e9);
+			else
+				fprintf(out, "%s %s %" PRIu64 " samples", i ? "," : "",
+					st->events[i], st->event_samples[i]);
 		fputc('\n', out);
 	}
 	if (st->has_start_ts || st->has_interval)
@@ -2217,6 +2311,16 @@ static void report_text(const struct stats *st, const struct advice *a, size_t n
 		fprintf(out, "unwinding: %.1f%% of %" PRIu64 " stacks reach their thread's entry, %.1f frames per sample\n",
 			pct(st->uw_complete, st->uw_user), st->uw_user,
 			st->uw_samples ? (double)st->uw_frames / (double)st->uw_samples : 0);
+		double less = 0;
+		uint64_t m = smaller_window(st, &less);
+		if (st->uw_used_stacks)
+			fprintf(out, "  complete stacks needed at most %" PRIu64 " bytes of their copy "
+				"(99.5%% within %" PRIu64 ", half within %" PRIu64 ")", st->uw_used_max,
+				st->uw_used_p995, st->uw_used_p50);
+		if (m)
+			fprintf(out, "; --stack-size %" PRIu64 " would copy %.0f%% less", m, less);
+		if (st->uw_used_stacks)
+			fputc('\n', out);
 		for (int e = 1; e < SP_END_COUNT; e++) {
 			if (!st->uw_ends[e])
 				continue;
@@ -2448,7 +2552,7 @@ int main(int argc, char **argv)
 	if (system_report)
 		return report_system(json, stdout);
 
-	struct stats st = { 0 };
+	struct stats st = { .off_cpu_event = -1 };
 	sp_hashmap_init(&st.mod_paths, modpath_cmp);
 	int status = SP_EXIT_OK;
 	int nin = argc - optind;

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commit.h"
 #include "stream/stream.h"
 #include "stream/header.h"
 #include "stream/sniff.h"
@@ -225,7 +226,8 @@ size_t sp_parse_max_record(const char *arg)
 
 int sp_show_version(void)
 {
-	printf("%s %s\n", sp_progname, SP_VERSION);
+	printf("%s %s (stackpulse, commit %s)\nLicense: MIT <https://spdx.org/licenses/MIT.html>\n",
+	       sp_progname, SP_VERSION, SP_COMMIT);
 	return SP_EXIT_OK;
 }
 

@@ -1,19 +1,21 @@
 #!/usr/bin/python3
 """Reads a stackpulse stream with nothing but the msgpack module.
 
-An example consumer written from format/sp-stream.md alone: it prints
-each segment's header, counts records by type, resolves every sample's
-stack (unwound or symbolized stage) and prints the summary counters.
+An example consumer built on format/sp_stream.py (the reader beside the
+specification): it prints each segment's header, counts records by type,
+resolves every sample's stack (unwound or symbolized stage), rebuilds each
+raw sample's stack copy, and prints the summary counters.
 
     python3 read-stream.py FILE
 """
+import os
 import sys
 from collections import Counter
 
-import msgpack
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import sp_stream  # noqa: E402
 
 FRAME_RETADDR = 0x4
-FRAME_MARKER = 0x8
 MARKERS = {1: "truncated", 2: "no_cfi", 3: "missing_module",
            4: "build_id_mismatch", 5: "bad_cfa", 6: "max_depth",
            7: "no_user_stack"}
@@ -21,7 +23,7 @@ MARKERS = {1: "truncated", 2: "no_cfi", 3: "missing_module",
 
 def frame_text(frame, modules):
     addr, module, rel, flags = frame
-    if flags & FRAME_MARKER:
+    if flags & sp_stream.FRAME_MARKER:
         return "[end: %s]" % MARKERS.get(rel, rel)
     where = modules[module]["path"] if module is not None else "?"
     ret = " ret" if flags & FRAME_RETADDR else ""
@@ -36,55 +38,38 @@ def symbol_text(frame, modules):
 
 def main(path):
     with open(path, "rb") as f:
-        unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=False,
-                                    unicode_errors="surrogateescape")
+        reader = sp_stream.Reader(f)
         segment = 0
         counts = Counter()
-        modules, stacks, frames, symstacks = {}, {}, {}, {}
         stage = None
         summary = None
-        last_copy = {}  # tid -> the full stack copy of its previous sample
-        for rec in unpacker:
+        for rec in reader.records():
             kind = rec["t"]
             counts[kind] += 1
+            modules = reader.modules
             if kind == "header":
                 segment += 1
-                # Ids are scoped to a segment.
-                modules, stacks, frames, symstacks = {}, {}, {}, {}
-                last_copy = {}
                 stage = rec["stage"]
                 tools = "|".join(t["name"] for t in rec["tools"])
                 print("segment %d: %s %d.%d stage=%s tools=%s" %
                       (segment, rec["format"], rec["version"][0],
                        rec["version"][1], stage, tools or "-"))
-            elif kind == "module":
-                modules[rec["id"]] = rec
-            elif kind == "stack":
-                stacks[rec["id"]] = rec["frames"]
-            elif kind == "frame":
-                frames[rec["id"]] = rec
-            elif kind == "symstack":
-                symstacks[rec["id"]] = rec["frames"]
             elif kind == "sample":
                 head = "sample pid=%d tid=%d time=%d" % (
                     rec["pid"], rec["tid"], rec["time"])
                 if stage == "raw":
-                    # Complete the copy with the bytes it shares with the
-                    # previous copy of the same thread.
-                    copy = rec.get("ustack", b"")
-                    shared = rec.get("ustack_shared", 0)
-                    if shared:
-                        prev = last_copy[rec["tid"]]
-                        copy += prev[len(prev) - shared:]
-                    last_copy[rec["tid"]] = copy
+                    # The copy with the bytes it shares with the previous
+                    # copy of the same thread.
+                    copy = reader.stack_copy(rec)
                     print("%s ustack=%d bytes (%d shared) kstack=%d" % (
-                        head, len(copy), shared, len(rec.get("kstack", []))))
+                        head, len(copy), rec.get("ustack_shared", 0),
+                        len(rec.get("kstack", []))))
                 elif "stack" in rec and stage == "unwound":
                     print("%s %s" % (head, " <- ".join(
-                        frame_text(fr, modules) for fr in stacks[rec["stack"]])))
+                        frame_text(fr, modules) for fr in reader.stacks[rec["stack"]])))
                 elif "stack" in rec and stage == "symbolized":
-                    names = [symbol_text(frames[i], modules)
-                             for i in symstacks[rec["stack"]]]
+                    names = [symbol_text(reader.frames[i], modules)
+                             for i in reader.symstacks[rec["stack"]]]
                     print("%s %s" % (head, ";".join(reversed(names))))
                 else:
                     print("%s (no frames)" % head)

@@ -11,6 +11,7 @@
  *                 unwinding raw stacks (unwind/stage.h), cutting batches
  *   snapshot.c    struct sp_snapshot; tail.c: struct sp_tail
  *   symbolizer.c  struct sp_symbolizer over sym/symbolizer.h (sp_namer)
+ *   calibrate.c   sp-capture --stack-size auto's calibration
  *
  * sp-symbolize takes its options and its symbolizer from the public API
  * (sp_symbolizer_new_tool() below) but names the stream through the
@@ -194,5 +195,30 @@ struct sp_namer;
 struct sp_symbolizer *sp_symbolizer_new_tool(const struct sp_symbolizer_options *o,
 					     sp_sym_warn_fn *warn, void *warn_arg);
 struct sp_namer *sp_symbolizer_namer(struct sp_symbolizer *sym);
+
+/*
+ * sp-capture --stack-size auto (calibrate.c).  sp_calib_new() makes a
+ * memory file and a descriptor onto it, sp_calib_fd(), which the
+ * recorder writes to instead of out (the tool's output, not owned).
+ * sp_calib_switch() ends the calibration: flushes w, copies what the
+ * memory file holds to out, points sp_calib_fd() at out, and unwinds
+ * the memory file's stream in a thread of its own as sp-unwind would,
+ * counting what complete stacks needed of their copies.  Once
+ * sp_calib_ready(), sp_calib_result() gives the counts (valid until
+ * sp_calib_free()), the samples seen, and in *err why the unwinding
+ * stopped short (NULL when it did not).  sp_calib_new() and
+ * sp_calib_switch() return NULL or -1 with the message in err;
+ * sp_calib_fd() stays open until sp_calib_free().
+ */
+struct sp_calib;
+struct sp_copy_used;
+struct sp_error;
+struct sp_calib *sp_calib_new(int out, struct sp_error *err);
+int sp_calib_fd(const struct sp_calib *c);
+int sp_calib_switch(struct sp_calib *c, struct sp_writer *w, struct sp_error *err);
+bool sp_calib_ready(const struct sp_calib *c);
+const struct sp_copy_used *sp_calib_result(struct sp_calib *c, uint64_t *samples,
+					   const struct sp_error **err);
+void sp_calib_free(struct sp_calib *c);
 
 #endif

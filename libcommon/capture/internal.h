@@ -227,6 +227,9 @@ struct sp_capture {
 	uint64_t empty_stack, truncated, ignored_user, throttles;
 	uint64_t skipped_no_pid, skipped_no_tid, skipped_no_time, skipped_no_frames;
 	uint64_t errors[SP_E_COUNT];
+	/* sp_capture_set_stack_size(): the window chosen, the stacks it was chosen from. */
+	uint32_t stack_chosen;
+	uint64_t stack_cal_stacks;
 };
 
 /* CLOCK_MONOTONIC in ns, the clock of the events and of the stream. */

@@ -410,6 +410,8 @@ static void fill_summary(const struct sp_capture *r, uint64_t end, struct sp_sum
 		.command_status = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st),
 		.off_cpu = r->offcpu_ev >= 0, .off_cpu_intervals = r->offcpu_intervals,
 		.off_cpu_no_stack = r->offcpu_no_stack,
+		.stack_size_chosen = r->stack_chosen,
+		.stack_calibration_stacks = r->stack_cal_stacks,
 	};
 }
 

@@ -198,6 +198,19 @@ int sp_capture_refresh_threads(struct sp_capture *r);
 int sp_capture_refresh_process(struct sp_capture *r, pid_t pid);
 
 /*
+ * Changes the user stack window of every sampling event (sp-capture
+ * --stack-size auto): drains the rings, closes the events, and opens
+ * them again with size bytes for the same threads (with inherit, for
+ * every thread of the processes followed, whose inherited events closed
+ * with their creator's) or CPUs.  A thread is not sampled between its
+ * close and its open; one born meanwhile may get no events.  The summary
+ * then says size as stack_size_chosen, chosen from stacks complete
+ * stacks (stack_calibration_stacks).  Returns 0, or -1 (some events may
+ * be missing).
+ */
+int sp_capture_set_stack_size(struct sp_capture *r, uint32_t size, uint64_t stacks);
+
+/*
  * Ends the recording: disables sampling, drains once more, writes the
  * summary and flushes.  Returns 0 or -1.
  */

@@ -16,6 +16,8 @@ struct frame_ent {
 	const char *name;	/* the kept copy */
 	unsigned kind;
 	bool inlined;
+	uint64_t addr;		/* with locations: where it is, and in which mapping */
+	uint32_t mapping;
 	uint32_t idx;
 };
 
@@ -57,12 +59,14 @@ static int frame_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_e
 	const struct frame_ent *x = sp_container_of(a, struct frame_ent, e);
 	const struct frame_ent *y = sp_container_of(b, struct frame_ent, e);
 	(void)keydata;
-	return x->kind != y->kind || x->inlined != y->inlined || strcmp(x->name, y->name) != 0;
+	return x->kind != y->kind || x->inlined != y->inlined || x->addr != y->addr ||
+	       x->mapping != y->mapping || strcmp(x->name, y->name) != 0;
 }
 
-static uint32_t frame_hash(const struct sp_fold_frame *proto)
+static uint32_t frame_hash(const struct sp_fold_frame *proto, uint64_t addr)
 {
-	return sp_hash_str(proto->name) ^ (uint32_t)(proto->kind << 1 | proto->inlined) * 0x9e3779b1u;
+	return sp_hash_str(proto->name) ^ (uint32_t)(proto->kind << 1 | proto->inlined) * 0x9e3779b1u ^
+	       (uint32_t)sp_hash_u64(addr ^ (uint64_t)proto->mapping << 48);
 }
 
 /* Copies of a new frame's strings; -1 when memory ran out. */
@@ -85,8 +89,11 @@ static int keep_frame_strings(struct sp_fold *f, struct sp_fold_frame *x,
 
 int fold_frame(struct sp_fold *f, const struct sp_fold_frame *proto, uint32_t *out)
 {
-	struct frame_ent key = { .name = proto->name, .kind = proto->kind, .inlined = proto->inlined };
-	key.e.hash = frame_hash(proto);
+	/* Without locations a frame is its name: its address is only the first seen. */
+	uint64_t addr = f->o.locations ? proto->addr : 0;
+	struct frame_ent key = { .name = proto->name, .kind = proto->kind, .inlined = proto->inlined,
+				 .addr = addr, .mapping = f->o.locations ? proto->mapping : 0 };
+	key.e.hash = frame_hash(proto, addr);
 	struct sp_hashmap_entry *hit = sp_hashmap_get(&f->frame_map, &key.e, NULL);
 	if (hit) {
 		*out = sp_container_of(hit, struct frame_ent, e)->idx;
@@ -207,7 +214,7 @@ int fold_count(struct sp_fold *f, uint32_t t, uint32_t k, uint64_t period, uint6
 	}
 	f->counts[ci - 1].samples++;
 	f->counts[ci - 1].period += period;
-	if (f->o.format == SP_FOLD_SPEEDSCOPE) {
+	if (f->o.format == SP_FOLD_SPEEDSCOPE || f->o.format == SP_FOLD_FIREFOX) {
 		struct fold_thread *th = &f->threads[t];
 		if (SP_ALLOC_GROW(th->seq, th->nseq + 1, th->allocseq) < 0)
 			return fold_nomem(f);

@@ -9,8 +9,13 @@
  * [samples/count, cpu/nanoseconds] and the labels pid, tid, comm and
  * thread; a Location per physical frame together with the inline frames
  * that follow it in a root-first stack (its Lines innermost first, as pprof
- * wants them); a Function per distinct (name, file); a Mapping per distinct
- * module path.
+ * wants them); a Function per distinct (name, file).  Folded with
+ * locations (sp-fold does for pprof), a physical frame is one address in
+ * one mapping of the stream's map records: its Location has that address
+ * and a Mapping with the file's real range and offset, as perf's and
+ * Go's profiles do, so that a re-symbolizer (pprof -disasm, Parca) finds
+ * the instruction.  Without (an unwound stream), a Mapping per module
+ * path and the module-relative address.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -32,7 +37,8 @@ enum {
 	VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
 	LABEL_KEY = 1, LABEL_STR = 2, LABEL_NUM = 3,
-	MAPPING_ID = 1, MAPPING_FILENAME = 5,
+	MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4, MAPPING_FILENAME = 5,
 	MAPPING_BUILD_ID = 6, MAPPING_HAS_FUNCTIONS = 7, MAPPING_HAS_FILENAMES = 8,
 	MAPPING_HAS_LINE_NUMBERS = 9, MAPPING_HAS_INLINE_FRAMES = 10,
 	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4,
@@ -101,6 +107,8 @@ static void pb_msg(struct sp_buf *b, unsigned field, struct sp_buf *sub)
 struct mapping {
 	uint32_t path;			/* string index */
 	const struct sp_fold_frame *first;	/* a frame of it, for the build-id */
+	const struct sp_fold_mapping *real;	/* its range in a process; NULL: unknown */
+	uint64_t samples;		/* of the samples with a frame in it */
 	bool functions, filenames, lines, inlines;
 	bool unnamed;		/* a frame without a name (address or function start) */
 	uint32_t id;			/* as written: the main binary's is 1 */
@@ -115,6 +123,7 @@ struct location {
 	const uint32_t *frames;
 	size_t n;
 	uint32_t mapping;		/* index + 1; 0: none */
+	uint64_t samples;		/* of the samples it is in */
 };
 
 /* A string of the table, found by its bytes. */
@@ -243,6 +252,13 @@ static uint32_t intern_u64(struct pp *p, struct sp_u64map *ids, uint64_t key, vo
 /* The mapping index + 1 of a frame's module; 0 when it has none. */
 static uint32_t mapping_of(struct pp *p, const struct sp_fold_frame *fr)
 {
+	if (fr->mapping && fr->mapping <= p->v->nmappings) {
+		/* A range of a process: by the view's mapping, apart from the paths' keys. */
+		const struct sp_fold_mapping *r = &p->v->mappings[fr->mapping - 1];
+		struct mapping m = { .path = str_id(p, r->path), .first = fr, .real = r };
+		return intern_u64(p, &p->map_ids, 1ull << 63 | fr->mapping, (void **)&p->maps,
+				  sizeof(m), &p->nmaps, &p->allocmaps, &m);
+	}
 	if (!fr->module)
 		return 0;
 	struct mapping m = { .path = str_id(p, fr->module), .first = fr };
@@ -279,7 +295,7 @@ static uint32_t location_of(struct pp *p, const uint32_t *frames, size_t n)
 		p->oom = true;
 		return 0;
 	}
-	p->locs[p->nlocs] = (struct location){ frames, n, 0 };
+	p->locs[p->nlocs] = (struct location){ frames, n, 0, 0 };
 	return (uint32_t)++p->nlocs;
 }
 
@@ -357,6 +373,9 @@ static void encode(struct pp *p, struct sp_buf *out)
 			ids[nids++] = location_of(p, st->frames + i, j - i);
 			i = j;
 		}
+		for (size_t i = 0; i < nids; i++)
+			if (ids[i])
+				p->locs[ids[i] - 1].samples += cnt->samples;
 		/* pprof wants the leaf first. */
 		for (size_t i = 0; i < nids / 2; i++) {
 			uint64_t t = ids[i];
@@ -394,13 +413,21 @@ static void encode(struct pp *p, struct sp_buf *out)
 		}
 		m->inlines |= l->n > 1;
 	}
-	/* Mapping 1 is the main binary, as pprof expects: the first that is not a library. */
-	size_t main_map = 0;
+	/*
+	 * Mapping 1 is the main binary, as pprof expects: of those that are
+	 * not libraries, the one with the most samples, so that a program is
+	 * main rather than the shell or launcher that started it.
+	 */
+	for (size_t i = 0; i < p->nlocs; i++)
+		if (p->locs[i].mapping)
+			p->maps[p->locs[i].mapping - 1].samples += p->locs[i].samples;
+	size_t main_map = SIZE_MAX;
 	for (size_t i = 0; i < p->nmaps; i++)
-		if (main_binary(p->strs[p->maps[i].path])) {
+		if (main_binary(p->strs[p->maps[i].path]) &&
+		    (main_map == SIZE_MAX || p->maps[i].samples > p->maps[main_map].samples))
 			main_map = i;
-			break;
-		}
+	if (main_map == SIZE_MAX)
+		main_map = 0;
 	for (size_t i = 0, id = 2; i < p->nmaps; i++)
 		p->maps[i].id = i == main_map ? 1 : (uint32_t)id++;
 
@@ -413,8 +440,13 @@ static void encode(struct pp *p, struct sp_buf *out)
 		const struct sp_fold_frame *phys = &v->frames[l->frames[0]];
 		pb_u64(&sub, LOCATION_ID, i + 1);
 		pb_u64(&sub, LOCATION_MAPPING_ID, l->mapping ? p->maps[l->mapping - 1].id : 0);
-		/* In the module's own addresses: see the mappings below. */
-		pb_u64(&sub, LOCATION_ADDRESS, phys->has_rel && l->mapping ? phys->rel : phys->addr);
+		/*
+		 * The sampled address in a mapping of known range; else, in a
+		 * module, its module-relative one (see the mappings below).
+		 */
+		const struct mapping *lm = l->mapping ? &p->maps[l->mapping - 1] : NULL;
+		pb_u64(&sub, LOCATION_ADDRESS, lm && lm->real ? phys->addr :
+			   phys->has_rel && lm ? phys->rel : phys->addr);
 		/* Lines innermost first: the physical frame, the caller, is last. */
 		for (size_t k = l->n; k-- > 0;) {
 			const struct sp_fold_frame *fr = &v->frames[l->frames[k]];
@@ -439,13 +471,18 @@ static void encode(struct pp *p, struct sp_buf *out)
 		for (int k = 0; k < m->first->build_id_len && k < 64; k++)
 			snprintf(hex + 2 * k, 3, "%02x", m->first->build_id[k]);
 		/*
-		 * memory_start, memory_limit and file_offset stay 0: the view
-		 * keeps no load addresses, so a location's address is its
-		 * module-relative one (the ELF address), as if the module were
-		 * loaded at 0, which is how a re-symbolizer (pprof, Parca)
-		 * reads it in the file of this build-id.
+		 * A range of a process, where its locations' addresses are.
+		 * Without one, memory_start, memory_limit and file_offset stay
+		 * 0 and a location's address is its module-relative one (the
+		 * ELF address), as if the module were loaded at 0, which is
+		 * how a re-symbolizer reads it in the file of this build-id.
 		 */
 		pb_u64(&sub, MAPPING_ID, m->id);
+		if (m->real) {
+			pb_u64(&sub, MAPPING_MEMORY_START, m->real->start);
+			pb_u64(&sub, MAPPING_MEMORY_LIMIT, m->real->limit);
+			pb_u64(&sub, MAPPING_FILE_OFFSET, m->real->offset);
+		}
 		pb_u64(&sub, MAPPING_FILENAME, m->path);
 		pb_u64(&sub, MAPPING_BUILD_ID, str_id(p, hex));
 		pb_u64(&sub, MAPPING_HAS_FUNCTIONS, m->functions && !m->unnamed);

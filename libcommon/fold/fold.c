@@ -34,6 +34,8 @@ struct sp_fold *sp_fold_new(const struct sp_fold_options *o)
 	f->o = *o;
 	/* Time off the CPU is known as a duration only. */
 	f->o.period = o->period || o->off_cpu || o->wall;
+	/* A Location holds its inline frames as Lines, whatever the folded text shows. */
+	f->o.inline_frames = o->inline_frames || o->locations;
 	f->ev_off_cpu = -1;
 	sp_u64map_init(&f->off_stacks);
 	f->filtered = o->npids || o->ntids || o->ncomms;
@@ -63,6 +65,9 @@ static void reset_segment(struct sp_fold *f)
 		f->mods[i].path = NULL;
 		f->mods[i].defined = false;
 	}
+	for (size_t i = 0; i < f->nsegmaps; i++)
+		free(f->segmaps[i].path);
+	f->nsegmaps = 0;
 	names_release(&f->procs);
 	names_release(&f->tcomms);
 	sp_u64map_release(&f->kthreads, NULL);
@@ -89,6 +94,9 @@ void sp_fold_free(struct sp_fold *f)
 	fold_tables_release(f);
 	events_release(f);
 	sp_u64map_release(&f->off_stacks, NULL);
+	free(f->segmaps);
+	free(f->mappings);
+	free(f->marks);
 	free(f->segframes);
 	free(f->seg_disp);
 	free(f->symstacks);
@@ -161,6 +169,66 @@ static int take_inlines(struct sp_fold *f, const struct sp_fold_frame *phys,
 	return 0;
 }
 
+/* With locations: a map record of the segment, kept to place frames in. */
+static int take_map(struct sp_fold *f, const msgpack_object *m)
+{
+	struct segmap sm = { 0 };
+	const char *path;
+	const void *bid;
+	size_t n, bl;
+	if (!sp_map_str(m, "path", &path, &n) || !sp_map_u64(m, "start", &sm.start) ||
+	    !sp_map_u64(m, "len", &sm.len))
+		return 0;
+	sp_map_u64(m, "pgoff", &sm.pgoff);
+	if (sp_map_bin(m, "build_id", &bid, &bl) && bl) {
+		sm.bidlen = (int)(bl > sizeof(sm.bid) ? sizeof(sm.bid) : bl);
+		memcpy(sm.bid, bid, (size_t)sm.bidlen);
+	}
+	if (!(sm.path = strndup(path, n)) ||
+	    SP_ALLOC_GROW(f->segmaps, f->nsegmaps + 1, f->allocsegmaps) < 0) {
+		free(sm.path);
+		return fold_nomem(f);
+	}
+	f->segmaps[f->nsegmaps++] = sm;
+	return 0;
+}
+
+/*
+ * The mapping + 1 of the module file at path that holds addr: the latest
+ * map record of the segment that does, added to the mappings when new; 0
+ * when none does.  Processes that share an address share the mapping.
+ */
+static int mapping_at(struct sp_fold *f, const char *path, uint64_t addr, uint32_t *out)
+{
+	*out = 0;
+	for (size_t i = f->nsegmaps; i-- > 0;) {
+		const struct segmap *sm = &f->segmaps[i];
+		if (addr < sm->start || addr - sm->start >= sm->len || strcmp(sm->path, path) != 0)
+			continue;
+		for (size_t k = 0; k < f->nmappings; k++) {
+			const struct sp_fold_mapping *x = &f->mappings[k];
+			if (x->start == sm->start && x->limit == sm->start + sm->len &&
+			    x->offset == sm->pgoff && strcmp(x->path, path) == 0) {
+				*out = (uint32_t)k + 1;
+				return 0;
+			}
+		}
+		if (SP_ALLOC_GROW(f->mappings, f->nmappings + 1, f->allocmappings) < 0)
+			return fold_nomem(f);
+		struct sp_fold_mapping *x = &f->mappings[f->nmappings];
+		*x = (struct sp_fold_mapping){ .start = sm->start, .limit = sm->start + sm->len,
+					       .offset = sm->pgoff, .build_id_len = sm->bidlen };
+		x->path = fold_keep(f, path, strlen(path));
+		x->build_id = sm->bidlen ? (const unsigned char *)fold_keep(f, (const char *)sm->bid,
+									   (size_t)sm->bidlen) : NULL;
+		if (!x->path || (sm->bidlen && !x->build_id))
+			return fold_nomem(f);
+		*out = (uint32_t)++f->nmappings;
+		return 0;
+	}
+	return 0;
+}
+
 /* A symbolized frame record: its display frames, root first. */
 static int take_frame(struct sp_fold *f, const msgpack_object *m)
 {
@@ -206,6 +274,9 @@ static int take_frame(struct sp_fold *f, const msgpack_object *m)
 		.function_start = ol == 14 && memcmp(origin, "function-start", 14) == 0,
 		.addr = addr, .rel = rel, .has_rel = has_rel,
 	};
+	if (f->o.locations && mod && kind != SP_FOLD_KERNEL &&
+	    mapping_at(f, mod->path, addr, &proto.mapping) < 0)
+		return -1;
 	/* With --inline: the physical function, called at the outermost inline call's line. */
 	const msgpack_object_array *inl = f->o.inline_frames ? sp_map_array(m, "inline") : NULL;
 	uint32_t d;
@@ -406,6 +477,8 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 		f->seg_start = time;
 		f->have_start = true;
 	}
+	f->prev_time = time;
+	f->have_prev = true;
 	if (f->windowed && !fold_in_range(f, time))
 		return 0;
 	bool off;
@@ -601,8 +674,54 @@ static void take_names(struct sp_fold *f, const struct sp_record *rec)
 	}
 }
 
+/*
+ * Lost, throttle, unthrottle, fork and exit records, kept for the
+ * firefox exporter's markers when their time is in the window.  Records
+ * without a time are left out: they cannot be placed.
+ */
+static int take_mark(struct sp_fold *f, const struct sp_record *rec)
+{
+	const msgpack_object *m = rec->map;
+	struct sp_fold_mark k = { .cpu = UINT32_MAX };
+	uint64_t pid = 0, tid = 0, cpu = UINT32_MAX;
+	if (!sp_map_u64(m, "time", &k.time) || (f->windowed && !fold_in_range(f, k.time)))
+		return 0;
+	sp_map_u64(m, "pid", &pid);
+	sp_map_u64(m, "tid", &tid);
+	sp_map_u64(m, "cpu", &cpu);
+	k.pid = (uint32_t)pid;
+	k.tid = (uint32_t)tid;
+	k.cpu = cpu < UINT32_MAX ? (uint32_t)cpu : UINT32_MAX;
+	k.since = k.time;
+	switch (rec->type) {
+	case SP_R_LOST: {
+		const char *s;
+		size_t n;
+		k.kind = SP_MARK_LOST;
+		sp_map_u64(m, "lost", &k.count);
+		k.samples = sp_map_str(m, "kind", &s, &n) && n == 7 && memcmp(s, "samples", 7) == 0;
+		if (f->have_prev && f->prev_time < k.time)
+			k.since = f->prev_time;
+		break;
+	}
+	case SP_R_THROTTLE: k.kind = SP_MARK_THROTTLE; break;
+	case SP_R_UNTHROTTLE: k.kind = SP_MARK_UNTHROTTLE; break;
+	case SP_R_FORK: k.kind = SP_MARK_FORK; break;
+	default: k.kind = SP_MARK_EXIT; break;
+	}
+	if (SP_ALLOC_GROW(f->marks, f->nmarks + 1, f->allocmarks) < 0)
+		return fold_nomem(f);
+	f->marks[f->nmarks++] = k;
+	return 0;
+}
+
 int sp_fold_record(struct sp_fold *f, const struct sp_record *rec)
 {
+	if (f->o.format == SP_FOLD_FIREFOX &&
+	    (rec->type == SP_R_LOST || rec->type == SP_R_THROTTLE || rec->type == SP_R_UNTHROTTLE ||
+	     rec->type == SP_R_FORK || rec->type == SP_R_EXIT) &&
+	    take_mark(f, rec) < 0)
+		return -1;
 	switch (rec->type) {
 	case SP_R_HEADER:
 		take_header(f, rec->map);
@@ -616,6 +735,8 @@ int sp_fold_record(struct sp_fold *f, const struct sp_record *rec)
 		return 0;
 	case SP_R_MODULE:
 		return take_module(f, rec->map);
+	case SP_R_MAP:
+		return f->o.locations ? take_map(f, rec->map) : 0;
 	case SP_R_FRAME:
 		return take_frame(f, rec->map);
 	case SP_R_SYMSTACK:

@@ -2,8 +2,9 @@
  * Folding: the aggregation behind sp-fold.  Records of a symbolized (or
  * unwound) stream go in (fold.c); distinct display frames, distinct
  * stacks of them and per-thread counts come out (aggregate.c), for the
- * folded text writer (folded.c) and the pprof and speedscope exporters
- * (export_pprof.c, export_speedscope.c).  The library never prints or
+ * folded text writer (folded.c) and the pprof, speedscope and Firefox
+ * Profiler exporters (export_pprof.c, export_speedscope.c,
+ * export_firefox.c).  The library never prints or
  * exits: errors are kept on the handle (util/error.h).
  */
 #ifndef SP_FOLD_H
@@ -17,7 +18,7 @@
 #include "stream/stream.h"
 #include "util/error.h"
 
-enum sp_fold_format { SP_FOLD_FOLDED, SP_FOLD_PPROF, SP_FOLD_SPEEDSCOPE };
+enum sp_fold_format { SP_FOLD_FOLDED, SP_FOLD_PPROF, SP_FOLD_SPEEDSCOPE, SP_FOLD_FIREFOX };
 /*
  * The root frames of a line: the process name, every pid of a name
  * merged (the default, --by-process); comm-PID; comm-PID/TID; the process
@@ -43,6 +44,12 @@ struct sp_fold_options {
 	 * frame, or [preempted] for a thread that was runnable meanwhile.
 	 */
 	bool off_cpu, wall;
+	/*
+	 * Frames at their addresses (pprof): a display frame per address and
+	 * module mapping, the physical frame followed by its inline frames
+	 * whatever inline_frames says, so that each can be a Location.
+	 */
+	bool locations;
 	const char *per_thread_dir;	/* NULL: none */
 	/*
 	 * How the per-thread files are opened and finished, so that a tool
@@ -75,6 +82,15 @@ struct sp_fold_frame {
 	uint64_t addr;		/* an address of the frame (the first seen) */
 	uint64_t rel;		/* its module-relative address */
 	bool has_rel;		/* rel is known (a symbolized frame of format 1.2 on) */
+	uint32_t mapping;	/* with locations: the view's mapping + 1 holding addr; 0 none */
+};
+
+/* A file mapped where samples were taken (with locations): a map record's range. */
+struct sp_fold_mapping {
+	uint64_t start, limit, offset;	/* [start, limit) maps the file from offset */
+	const char *path;
+	const unsigned char *build_id;
+	int build_id_len;
 };
 
 /* One distinct stack: display frame indices, root first. */
@@ -83,7 +99,7 @@ struct sp_fold_stack {
 	size_t n;
 };
 
-/* A sample as speedscope keeps them: in time order per thread. */
+/* A sample as speedscope and firefox keep them: in time order per thread. */
 struct sp_fold_sample {
 	uint32_t stack;
 	uint64_t weight;	/* samples or period, per the options */
@@ -94,7 +110,7 @@ struct sp_fold_thread {
 	uint32_t pid, tid;
 	const char *comm;	/* the process's name */
 	const char *thread_comm;	/* the thread's own name, or comm */
-	const struct sp_fold_sample *seq;	/* speedscope only */
+	const struct sp_fold_sample *seq;	/* speedscope and firefox only */
 	size_t nseq;
 };
 
@@ -102,6 +118,27 @@ struct sp_fold_thread {
 struct sp_fold_count {
 	uint32_t thread, stack;
 	uint64_t samples, period;
+};
+
+/*
+ * What the timeline marks besides samples (firefox only): records of the
+ * stream kept in stream order, those of the --from/--to window.
+ */
+enum sp_fold_mark_kind {
+	SP_MARK_LOST,		/* lost records or samples: count, cpu */
+	SP_MARK_THROTTLE,	/* sampling throttled on cpu ... */
+	SP_MARK_UNTHROTTLE,	/* ... until this */
+	SP_MARK_FORK,		/* pid/tid born (a process when pid == tid) */
+	SP_MARK_EXIT,		/* pid/tid ended (the process when pid == tid) */
+};
+
+struct sp_fold_mark {
+	enum sp_fold_mark_kind kind;
+	uint32_t pid, tid, cpu;	/* cpu: UINT32_MAX when unknown */
+	uint64_t time;		/* ns on the stream's clock */
+	uint64_t since;		/* lost: the time of the sample before it, or time */
+	uint64_t count;		/* lost: what was dropped */
+	bool samples;		/* lost: samples (PERF_RECORD_LOST_SAMPLES), not records */
 };
 
 /* Everything folded, for the exporters. */
@@ -119,6 +156,10 @@ struct sp_fold_view {
 	uint64_t sample_period_ns;	/* a typical on-CPU period (median-free: mean) */
 	bool weight_period;
 	const char *time_name;		/* what the period weighs: "cpu", "off-cpu" or "wall" */
+	const struct sp_fold_mapping *mappings;	/* with locations */
+	size_t nmappings;
+	const struct sp_fold_mark *marks;	/* firefox only */
+	size_t nmarks;
 };
 
 struct sp_fold;
@@ -177,10 +218,14 @@ bool sp_fold_any_sample(const struct sp_fold *f);
  * The exporters.  Each returns 0, or -1 with err set; a failed write to
  * out is the caller's to find with ferror(out).  pprof: a gzip-compressed
  * profile.proto; speedscope: the sampled JSON format, one profile per
- * thread, weights in nanoseconds.
+ * thread, weights in nanoseconds; firefox: the Firefox Profiler's
+ * processed profile (export_firefox.c says which version), gzipped when
+ * gzip is set; sp_fold_write() does not write it: a tool gets the view and
+ * calls sp_fold_write_firefox().
  */
 int sp_fold_write_pprof(const struct sp_fold_view *v, FILE *out, struct sp_error *err);
 int sp_fold_write_speedscope(const struct sp_fold_view *v, FILE *out, struct sp_error *err);
+int sp_fold_write_firefox(const struct sp_fold_view *v, bool gzip, FILE *out, struct sp_error *err);
 
 /*
  * Top-N reports (top.c): per function, the samples whose leaf (innermost

@@ -30,11 +30,19 @@ struct segmod {
 	bool defined;
 };
 
+/* A map record of the current segment (with locations). */
+struct segmap {
+	uint64_t start, len, pgoff;
+	char *path;
+	unsigned char bid[64];
+	int bidlen;
+};
+
 /* A thread as the output names it: the same tid under a new name is another. */
 struct fold_thread {
 	uint32_t pid, tid;
 	const char *comm, *thread_comm;	/* kept strings */
-	struct sp_fold_sample *seq;	/* speedscope only */
+	struct sp_fold_sample *seq;	/* speedscope and firefox only */
 	size_t nseq, allocseq;
 	uint64_t names_gen;		/* the names it was last found under */
 };
@@ -94,12 +102,22 @@ struct sp_fold {
 	size_t nevnames;
 	long ev_picked;			/* the index of the event folded; -1: none */
 	long ev_off_cpu;		/* the index of "off-cpu"; -1: none */
+	/* With locations: the segment's map records, and every mapping a frame lies in. */
+	struct segmap *segmaps;
+	size_t nsegmaps, allocsegmaps;
+	struct sp_fold_mapping *mappings;
+	size_t nmappings, allocmappings;
 	struct sp_u64map off_stacks;	/* stack << 1 | preempted -> its off-CPU stack + 1 */
 
 	bool filtered, windowed;	/* the options filter by who, by time */
 	uint64_t first_ns, last_ns, period_sum, period_n;
 	bool any_sample;
 	uint64_t wall_start;
+
+	struct sp_fold_mark *marks;	/* firefox only (fold.c) */
+	size_t nmarks, allocmarks;
+	uint64_t prev_time;		/* of the last sample read, any event */
+	bool have_prev;
 };
 
 /* aggregate.c */

@@ -32,6 +32,8 @@ int sp_fold_view_get(struct sp_fold *f, struct sp_fold_view *v)
 		.sample_period_ns = f->period_n ? f->period_sum / f->period_n : 0,
 		.weight_period = f->o.period,
 		.time_name = f->o.off_cpu ? "off-cpu" : f->o.wall ? "wall" : "cpu",
+		.mappings = f->mappings, .nmappings = f->nmappings,
+		.marks = f->marks, .nmarks = f->nmarks,
 	};
 	return 0;
 }

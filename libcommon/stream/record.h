@@ -210,6 +210,8 @@ enum sp_vtype {
 	X(SUMMARY, "command_status", INT, SP_OPT) \
 	X(SUMMARY, "off_cpu_intervals", UINT, SP_OPT) \
 	X(SUMMARY, "off_cpu_no_stack", UINT, SP_OPT) \
+	X(SUMMARY, "stack_size_chosen", UINT, SP_OPT) \
+	X(SUMMARY, "stack_calibration_stacks", UINT, SP_OPT) \
 	X(UNWIND, "samples", UINT, SP_REQ) \
 	X(UNWIND, "user_samples", UINT, SP_REQ) \
 	X(UNWIND, "complete", UINT, SP_REQ) \
@@ -227,6 +229,10 @@ enum sp_vtype {
 	X(UNWIND, "modules_mismatched", UINT, SP_OPT) \
 	X(UNWIND, "max_depth_full", UINT, SP_OPT) \
 	X(UNWIND, "engine", STR, SP_OPT) \
+	X(UNWIND, "copy_used_stacks", UINT, SP_OPT) \
+	X(UNWIND, "copy_used_p50", UINT, SP_OPT) \
+	X(UNWIND, "copy_used_p995", UINT, SP_OPT) \
+	X(UNWIND, "copy_used_max", UINT, SP_OPT) \
 	X(SYMBOLIZE, "frames", UINT, SP_REQ) \
 	X(SYMBOLIZE, "origins", MAP, SP_REQ) \
 	X(SYMBOLIZE, "address_only", UINT, SP_REQ) \

@@ -378,6 +378,10 @@ void sp_write_summary(struct sp_writer *w, const struct sp_summary_rec *s)
 		sp_mapw_u64(&m, "off_cpu_intervals", s->off_cpu_intervals);
 		sp_mapw_u64(&m, "off_cpu_no_stack", s->off_cpu_no_stack);
 	}
+	if (s->stack_size_chosen) {
+		sp_mapw_u64(&m, "stack_size_chosen", s->stack_size_chosen);
+		sp_mapw_u64(&m, "stack_calibration_stacks", s->stack_calibration_stacks);
+	}
 	sp_mapw_end(&m);
 }
 
@@ -411,6 +415,12 @@ void sp_write_unwind(struct sp_writer *w, const struct sp_unwind_rec *u)
 	sp_mapw_u64(&m, "modules_mismatched", u->modules_mismatched);
 	if (u->max_depth_full)
 		sp_mapw_u64(&m, "max_depth_full", u->max_depth_full);
+	if (u->copy_used_stacks) {
+		sp_mapw_u64(&m, "copy_used_stacks", u->copy_used_stacks);
+		sp_mapw_u64(&m, "copy_used_p50", u->copy_used_p50);
+		sp_mapw_u64(&m, "copy_used_p995", u->copy_used_p995);
+		sp_mapw_u64(&m, "copy_used_max", u->copy_used_max);
+	}
 	if (u->engine)
 		sp_mapw_str(&m, "engine", u->engine);
 	sp_mapw_end(&m);

@@ -246,6 +246,8 @@ struct sp_summary_rec {
 	int64_t command_status;
 	bool off_cpu;			/* --off-cpu: the two counts below are written */
 	uint64_t off_cpu_intervals, off_cpu_no_stack;
+	/* --stack-size auto: the window chosen and from how many stacks; 0: not written. */
+	uint64_t stack_size_chosen, stack_calibration_stacks;
 };
 void sp_write_summary(struct sp_writer *w, const struct sp_summary_rec *s);
 
@@ -256,6 +258,8 @@ struct sp_unwind_rec {
 	uint64_t bad_shared_copies, cache_hits, cache_misses, fp_frames, scan_frames;
 	uint64_t modules_opened, modules_missing, modules_mismatched;
 	uint64_t max_depth_full;	/* max_depth ends whose copy filled its window; 0: not written */
+	/* What complete DWARF stacks needed of their copies, bytes; stacks 0: not written. */
+	uint64_t copy_used_stacks, copy_used_p50, copy_used_p995, copy_used_max;
 	const char *engine;		/* sp-unwind --engine; NULL: not written */
 };
 void sp_write_unwind(struct sp_writer *w, const struct sp_unwind_rec *u);

@@ -85,7 +85,8 @@ int sp_writer_raw(struct sp_writer *w, const void *p, size_t n)
 		}
 	}
 	w->bytes += n;
-	memcpy(w->buf + w->len, p, n);
+	if (n)	/* an empty bin may come with a NULL pointer */
+		memcpy(w->buf + w->len, p, n);
 	w->len += n;
 	return 0;
 }

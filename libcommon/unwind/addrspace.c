@@ -245,43 +245,40 @@ static bool path_is_anon(const char *p, size_t n)
 	       (n >= 9 && memcmp(p, "/dev/zero", 9) == 0);
 }
 
-/* Inserts m, cutting away what it overlaps of older mappings. */
+/*
+ * Inserts m, cutting away what it overlaps of older mappings: the ones it
+ * overlaps are found by bisection and replaced, with the parts of the
+ * first and last that stick out, in one move of the mappings after them.
+ * A mapping added above the others (as /proc lists them) or put in the
+ * place of one moves nothing, so a process's n mappings cost O(n log n),
+ * not O(n^2); one added below k others moves those k.
+ */
 static int map_insert(struct proc *p, struct sp_mapping m)
 {
 	if (SP_ALLOC_GROW(p->maps, p->nmaps + 2, p->allocmaps) < 0)
 		return -1;
-	size_t out = 0;
-	struct sp_mapping right = { 0 };
-	bool have_right = false;
-	for (size_t i = 0; i < p->nmaps; i++) {
-		struct sp_mapping o = p->maps[i];
-		if (o.end <= m.start || o.start >= m.end) {
-			p->maps[out++] = o;
-			continue;
-		}
-		if (o.start < m.start) {
-			struct sp_mapping left = o;
-			left.end = m.start;
-			p->maps[out++] = left;
-		}
-		if (o.end > m.end) {
-			right = o;
-			right.pgoff += m.end - o.start;
-			right.start = m.end;
-			have_right = true;
-		}
+	/* [i, j): the mappings m overlaps, sorted and disjoint as they are. */
+	size_t i = SP_PARTITION_POINT(p->nmaps, k, p->maps[k].end <= m.start), j = i;
+	struct sp_mapping put[3];
+	size_t nput = 0;
+	if (j < p->nmaps && p->maps[j].start < m.start && p->maps[j].end > m.start) {
+		put[nput] = p->maps[j];
+		put[nput++].end = m.start;
 	}
-	p->nmaps = out;
-	/* Keep the array sorted: insert m (and a right remainder) in place. */
-	struct sp_mapping add[2] = { m, right };
-	for (int k = 0; k < 1 + have_right; k++) {
-		size_t pos = p->nmaps;
-		while (pos > 0 && p->maps[pos - 1].start > add[k].start)
-			pos--;
-		memmove(p->maps + pos + 1, p->maps + pos, (p->nmaps - pos) * sizeof(*p->maps));
-		p->maps[pos] = add[k];
-		p->nmaps++;
+	put[nput++] = m;
+	while (j < p->nmaps && p->maps[j].start < m.end)
+		j++;
+	if (j > i && p->maps[j - 1].end > m.end) {
+		struct sp_mapping right = p->maps[j - 1];
+		right.pgoff += m.end - right.start;
+		right.start = m.end;
+		put[nput++] = right;
 	}
+	/* A mapping replaced by as many (a remap in place) moves nothing either. */
+	if (nput != j - i)
+		memmove(p->maps + i + nput, p->maps + j, (p->nmaps - j) * sizeof(*p->maps));
+	memcpy(p->maps + i, put, nput * sizeof(*put));
+	p->nmaps = p->nmaps - (j - i) + nput;
 	p->last = 0;
 	return 0;
 }

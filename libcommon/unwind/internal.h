@@ -22,6 +22,7 @@ struct sp_unwinder {
 	char *denied;			/* see sp_unwinder_denied() */
 	uint32_t denied_pid;
 	int denied_err;
+	uint64_t last_used;		/* see sp_unwinder_copy_used() */
 };
 
 /* How a rule recovers one register of the caller. */

@@ -74,6 +74,7 @@ struct sp_unwind_stage {
 	uint64_t samples, user_samples, frames_out, bad_copies;
 	uint64_t ends[SP_END_COUNT];
 	uint64_t max_depth_full;	/* max_depth ends of copies that filled their window */
+	struct sp_copy_used used;	/* what complete stacks needed of their copies */
 };
 
 static void reset_segment(struct sp_unwind_stage *s)
@@ -88,6 +89,7 @@ static void reset_segment(struct sp_unwind_stage *s)
 	s->samples = s->user_samples = s->frames_out = s->bad_copies = 0;
 	s->max_depth_full = 0;
 	memset(s->ends, 0, sizeof(s->ends));
+	memset(&s->used, 0, sizeof(s->used));
 }
 
 struct sp_unwind_stage *sp_unwind_stage_new(const struct sp_unwind_stage_options *o,
@@ -257,6 +259,8 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const msgpack_object *m, 
 			   s->uframes, max_depth, &nu) :
 		sp_unwind(s->u, s->as, (uint32_t)pid, r, nr, copy, len, full,
 			  s->uframes, max_depth, &nu);
+	if (!s->lu && (end == SP_END_COMPLETE || end == SP_END_TRUNCATED))
+		sp_copy_used_add(&s->used, end == SP_END_COMPLETE, sp_unwinder_copy_used(s->u));
 frames:
 	s->user_samples++;
 	s->ends[end]++;
@@ -336,6 +340,10 @@ static void write_unwind_record(struct sp_unwind_stage *s)
 		.modules_opened = us.modules_opened, .modules_missing = us.modules_missing,
 		.modules_mismatched = us.modules_mismatched,
 		.max_depth_full = s->max_depth_full,
+		.copy_used_stacks = s->used.n,
+		.copy_used_p50 = sp_copy_used_quantile(&s->used, 0.5),
+		.copy_used_p995 = sp_copy_used_quantile(&s->used, 0.995),
+		.copy_used_max = s->used.max,
 		.engine = s->lu ? s->engine->name : "stackpulse",
 	};
 	sp_write_unwind(s->w, &u);
@@ -430,4 +438,67 @@ const uint64_t *sp_unwind_stage_ends(const struct sp_unwind_stage *s, uint64_t *
 const char *sp_unwind_stage_denied(const struct sp_unwind_stage *s, uint32_t *pid, int *err)
 {
 	return sp_unwinder_denied(s->u, pid, err);
+}
+
+const struct sp_copy_used *sp_unwind_stage_copy_used(const struct sp_unwind_stage *s)
+{
+	return &s->used;
+}
+
+void sp_copy_used_add(struct sp_copy_used *c, bool complete, uint64_t used)
+{
+	if (!complete) {
+		c->truncated++;
+		return;
+	}
+	uint64_t b = (used + SP_COPY_BUCKET - 1) / SP_COPY_BUCKET;
+	c->hist[b < SP_COPY_BUCKETS ? b : SP_COPY_BUCKETS - 1]++;
+	c->n++;
+	if (used > c->max)
+		c->max = used;
+}
+
+/* The upper bound of the bucket where the k-th smallest need (from 1) lies. */
+static uint64_t kth_bound(const struct sp_copy_used *c, uint64_t k)
+{
+	uint64_t seen = 0;
+	for (size_t i = 0; i < SP_COPY_BUCKETS; i++) {
+		seen += c->hist[i];
+		if (seen >= k)
+			return (uint64_t)i * SP_COPY_BUCKET;
+	}
+	return (uint64_t)(SP_COPY_BUCKETS - 1) * SP_COPY_BUCKET;
+}
+
+/* ceil(q n), at least 1. */
+static uint64_t share_of(double q, uint64_t n)
+{
+	double x = q * (double)n;
+	uint64_t k = (uint64_t)x;
+	if ((double)k < x)
+		k++;
+	return k ? k : 1;
+}
+
+uint64_t sp_copy_used_quantile(const struct sp_copy_used *c, double q)
+{
+	if (!c->n)
+		return 0;
+	uint64_t b = kth_bound(c, share_of(q, c->n));
+	return b < c->max ? b : c->max;
+}
+
+uint32_t sp_copy_used_window(const struct sp_copy_used *c, double keep, uint32_t floor,
+			     uint32_t max)
+{
+	uint64_t all = c->n + c->truncated;
+	uint64_t k = share_of(keep, all);
+	if (!c->n || k > c->n)
+		return max;
+	uint64_t w = kth_bound(c, k);
+	if (w < floor)
+		w = floor;
+	if (w % SP_COPY_BUCKET)
+		w += SP_COPY_BUCKET - w % SP_COPY_BUCKET;
+	return w < max ? (uint32_t)w : max;
 }

@@ -73,6 +73,43 @@ int sp_unwind_stage_record(struct sp_unwind_stage *s, const struct sp_record *re
 const uint64_t *sp_unwind_stage_ends(const struct sp_unwind_stage *s, uint64_t *n);
 
 /*
+ * How much of their stack copies DWARF stacks needed
+ * (sp_unwinder_copy_used()), counted by 512-byte buckets: hist[i] holds
+ * the complete stacks that needed more than 512 (i - 1) and at most
+ * 512 i bytes.  A stack that ended truncated needed more than its copy.
+ */
+#define SP_COPY_BUCKET 512u
+#define SP_COPY_BUCKETS (65536u / SP_COPY_BUCKET + 1)
+struct sp_copy_used {
+	uint64_t hist[SP_COPY_BUCKETS];
+	uint64_t n;		/* complete stacks counted */
+	uint64_t max;		/* the most bytes one of them needed */
+	uint64_t truncated;	/* stacks that ended truncated */
+};
+
+/* Counts one stack: complete and needing used bytes, or truncated. */
+void sp_copy_used_add(struct sp_copy_used *c, bool complete, uint64_t used);
+
+/*
+ * The bytes within which a share q (0 < q <= 1) of the complete stacks
+ * fit: a bucket's upper bound, at most the largest need; 0 when no
+ * stack was counted.
+ */
+uint64_t sp_copy_used_quantile(const struct sp_copy_used *c, double q);
+
+/*
+ * The smallest window that keeps a share keep of the stacks counted
+ * complete (truncated ones count as needing more than max): a multiple
+ * of 512 bytes, at least floor, at most max.  max when the truncated
+ * ones alone are more than 1 - keep of them all, or none was counted.
+ */
+uint32_t sp_copy_used_window(const struct sp_copy_used *c, double keep, uint32_t floor,
+			     uint32_t max);
+
+/* The current segment's counts, DWARF stacks of unwind.c's engine only. */
+const struct sp_copy_used *sp_unwind_stage_copy_used(const struct sp_unwind_stage *s);
+
+/*
  * A module file the unwinder was denied (sp_unwinder_denied()), once
  * per stage: the tool says how to grant it.  NULL when none.
  */

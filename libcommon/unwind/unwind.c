@@ -429,10 +429,28 @@ static int nocfi_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t p
 	return fprc == 0 ? SP_END_BAD_FP : SP_END_NO_CFI;
 }
 
-enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
-			     uint32_t pid, const uint64_t *regs, size_t nregs,
-			     const unsigned char *stack, size_t len, bool full,
-			     struct sp_uframe *out, size_t max, size_t *n)
+/*
+ * A walk that reached the thread's entry, where the last frame stepped
+ * left the stack pointer at sp: what it needed of the copy goes to *hi.
+ * Each step reads below its caller's stack pointer (a step by CFI reads
+ * the saved registers and the return address below the CFA, a fallback
+ * the frame record or the return address just below where it leaves the
+ * stack pointer), and the stack pointer only grows from frame to frame,
+ * so the last one bounds every read.  Noted once a walk, not at each
+ * read, to keep the walk as fast.
+ */
+static inline enum sp_unwind_end complete(const struct stackcopy *c, uint64_t sp, uint64_t *hi)
+{
+	uint64_t d = sp - c->base;
+	*hi = sp < c->base ? 0 : d < c->len ? d : c->len;
+	return SP_END_COMPLETE;
+}
+
+/* sp_unwind()'s walk; a complete one sets *hi (complete()). */
+static inline enum sp_unwind_end walk(struct sp_unwinder *u, struct sp_addrspaces *a,
+				      uint32_t pid, const uint64_t *regs, size_t nregs,
+				      const unsigned char *stack, size_t len, bool full,
+				      struct sp_uframe *out, size_t max, size_t *n, uint64_t *hi)
 {
 	const struct sp_unwind_arch *arch = u->arch;
 	struct sp_arch_regs frames[2], *s = &frames[0], *next = &frames[1];
@@ -467,12 +485,12 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			if (rc)
 				return (enum sp_unwind_end)rc;
 			if (outermost)
-				return SP_END_COMPLETE;
+				return complete(&c, next->reg[arch->sp], hi);
 			retaddr = !r->signal;
 			by_record = false;
 		} else {
 			if (ms && at_entry(ms, f->rel - (retaddr ? 1 : 0)))
-				return SP_END_COMPLETE;
+				return complete(&c, s->reg[arch->sp], hi);
 			if (!u->o.fp_fallback)
 				return SP_END_NO_CFI;
 			/*
@@ -482,10 +500,10 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			 * frame it returned to is the entry.
 			 */
 			if (by_record && s->reg[arch->fp] == 0 && (s->valid & (1u << arch->fp)))
-				return SP_END_COMPLETE;
+				return complete(&c, s->reg[arch->sp], hi);
 			/* Where Go's tracebacks end: a goroutine's or thread's first frame. */
 			if (ms && (go_frame(ms, f->rel - (retaddr ? 1 : 0)) & GO_TOP))
-				return SP_END_COMPLETE;
+				return complete(&c, s->reg[arch->sp], hi);
 			/* The registers are exact only in the innermost frame. */
 			rc = !retaddr && ms ? go_leaf_step(u, ms, f->rel, &c, s, next) : -1;
 			if (rc > 0)
@@ -498,7 +516,7 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 		}
 		next->pc = next->reg[arch->ra] & arch->ra_mask;
 		if (!(next->valid & (1u << arch->ra)) || next->pc == 0)
-			return SP_END_COMPLETE;
+			return complete(&c, next->reg[arch->sp], hi);
 		/* The stack grows down: a caller's frame lies above. */
 		if (next->reg[arch->sp] <= s->reg[arch->sp] && !(r && r->signal) &&
 		    !(arch->call_keeps_sp && next->reg[arch->sp] == s->reg[arch->sp] &&
@@ -508,6 +526,22 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 		s = next;
 		next = t;
 	}
+}
+
+enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
+			     uint32_t pid, const uint64_t *regs, size_t nregs,
+			     const unsigned char *stack, size_t len, bool full,
+			     struct sp_uframe *out, size_t max, size_t *n)
+{
+	uint64_t hi = 0;
+	enum sp_unwind_end end = walk(u, a, pid, regs, nregs, stack, len, full, out, max, n, &hi);
+	u->last_used = hi;
+	return end;
+}
+
+uint64_t sp_unwinder_copy_used(const struct sp_unwinder *u)
+{
+	return u->last_used;
 }
 
 /*

@@ -80,6 +80,15 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			     struct sp_uframe *out, size_t max, size_t *n);
 
 /*
+ * How many bytes of its stack copy the last sp_unwind() needed, when it
+ * ended complete: from the copy's start (the stack pointer) to the last
+ * frame's caller's stack pointer, above every word the walk read (at
+ * most the copy's length).  A window of that many bytes gives the same
+ * stack.  0 after a stack that did not end complete.
+ */
+uint64_t sp_unwinder_copy_used(const struct sp_unwinder *u);
+
+/*
  * Resolves a user callchain the kernel walked by frame pointers
  * (--call-graph fp): ips[0..nips), leaf first, the interrupted
  * instruction then return addresses, each to a frame as sp_unwind() makes

@@ -1,4 +1,5 @@
-/* Reading GNU build-id notes with libelf (see buildid.h). */
+/* Reading GNU build-id notes with elfutils (see buildid.h). */
+#include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -6,24 +7,6 @@
 #include <unistd.h>
 
 #include "util/buildid.h"
-
-/* Looks for NT_GNU_BUILD_ID in one block of notes. */
-static int note_build_id(Elf_Data *data, unsigned char *id)
-{
-	GElf_Nhdr nh;
-	size_t off = 0, name_off, desc_off;
-	while (data && off < data->d_size &&
-	       (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    memcmp((char *)data->d_buf + name_off, "GNU", 4) == 0 &&
-		    nh.n_descsz > 0) {
-			size_t n = nh.n_descsz > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : nh.n_descsz;
-			memcpy(id, (char *)data->d_buf + desc_off, n);
-			return (int)n;
-		}
-	}
-	return 0;
-}
 
 static void init_libelf(void)
 {
@@ -34,31 +17,23 @@ static void init_libelf(void)
 	}
 }
 
-/* The build-id of an opened ELF, which it ends. */
+/*
+ * The build-id of an opened ELF, which it ends: elfutils' own note walk
+ * (the loaded notes first, then note sections), the one eu-readelf and
+ * debuginfod use, rather than one of ours.
+ */
 static int elf_build_id(Elf *elf, unsigned char *id)
 {
 	if (!elf)
 		return -1;
 	int found = -1;
 	if (elf_kind(elf) == ELF_K_ELF) {
+		const void *bid;
+		ssize_t n = dwelf_elf_gnu_build_id(elf, &bid);
 		found = 0;
-		/* Program headers first: what the loader maps. */
-		size_t nph = 0;
-		if (elf_getphdrnum(elf, &nph) == 0)
-			for (size_t i = 0; i < nph && !found; i++) {
-				GElf_Phdr ph;
-				if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
-					continue;
-				Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset,
-								   ph.p_filesz, ELF_T_NHDR);
-				found = note_build_id(d, id);
-			}
-		/* Then note sections, for files without program headers. */
-		Elf_Scn *scn = NULL;
-		while (!found && (scn = elf_nextscn(elf, scn))) {
-			GElf_Shdr sh;
-			if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE)
-				found = note_build_id(elf_getdata(scn, NULL), id);
+		if (n > 0) {
+			found = n > SP_BUILD_ID_MAX ? SP_BUILD_ID_MAX : (int)n;
+			memcpy(id, bid, (size_t)found);
 		}
 	}
 	elf_end(elf);

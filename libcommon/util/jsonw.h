@@ -3,6 +3,11 @@
  * json-writer.h: the caller says what comes (object, key, value) and the
  * writer puts the commas, quotes and escapes.  Strings go through
  * sp_json_escape(), so the output is valid JSON whatever bytes they hold.
+ * No library is used: Debian's JSON libraries (json-c, jansson) build a
+ * tree of the whole document before writing it, where these writers
+ * stream millions of records; they also reject the invalid UTF-8 that
+ * names in a stream may hold, which this one escapes the way sp-cat's
+ * JSON rendering defines.
  *
  * Invariants: begin/end calls nest properly (at most SP_JW_MAX_DEPTH
  * deep); inside an object every value follows a key.  The writer does

@@ -1,6 +1,7 @@
 /*
  * SHA-1 of a file's contents: the identity of a module that has no
- * build-id (format/sp-stream.md, "content_id").  Core layer.
+ * build-id (format/sp-stream.md, "content_id").  Core layer.  The hashing
+ * is nettle's, the library libdebuginfod already loads.
  */
 #ifndef SP_SHA1_H
 #define SP_SHA1_H
@@ -8,11 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <nettle/sha1.h>
+
 struct sp_sha1 {
-	uint32_t h[5];
-	uint64_t len;
-	unsigned char buf[64];
-	size_t nbuf;
+	struct sha1_ctx ctx;
 };
 
 void sp_sha1_init(struct sp_sha1 *s);

@@ -14,6 +14,7 @@
 #include "unwind/addrspace.h"
 #include "unwind/arch.h"
 #include "unwind/internal.h"
+#include "unwind/stage.h"
 #include "unwind/unwind.h"
 
 /* A MessagePack object built by a packer, and the buffer it lives in. */
@@ -523,6 +524,22 @@ SP_TEST(unwind_own_stack_then_from_the_rule_cache)
 	SP_CHECK(st2.cache_misses == st1.cache_misses);
 	SP_CHECK(st2.cache_hits - st1.cache_hits == n1);
 
+	/*
+	 * What the walk needed of the copy is a window that gives the same
+	 * stack; a copy of half of it ends truncated, and says 0.
+	 */
+	uint64_t used = sp_unwinder_copy_used(u);
+	SP_CHECK(used >= 64 && used <= s->len && used % 8 == 0);
+	if (used >= 64 && used <= s->len) {
+		n2 = 0;
+		e2 = sp_unwind(u, a, pid, s->regs, 17, s->stack, used, true, f2, 256, &n2);
+		SP_CHECK(e2 == SP_END_COMPLETE && n2 == n1);
+		SP_CHECK(sp_unwinder_copy_used(u) == used);
+		e2 = sp_unwind(u, a, pid, s->regs, 17, s->stack, used / 2, true, f2, 256, &n2);
+		SP_CHECK(e2 == SP_END_TRUNCATED);
+		SP_CHECK(sp_unwinder_copy_used(u) == 0);
+	}
+
 	/* One rule looked up twice: the same compiled rule, from the table. */
 	const struct sp_mapping *m = sp_addrspaces_find(a, pid, f1[1].addr);
 	SP_CHECK(m != NULL);
@@ -752,4 +769,98 @@ SP_TEST(unwind_frame_record_walk_of_each_backend)
 		sp_unwinder_free(u);
 		sp_addrspaces_free(a, sp_unwinder_free_object);
 	}
+}
+
+/* Applies a map record of [start, start + len) at file offset pgoff of path. */
+static int apply_map(struct sp_addrspaces *a, uint32_t pid, uint64_t start, uint64_t len,
+		     uint64_t pgoff, const char *path)
+{
+	struct obj o;
+	msgpack_packer *pk = obj_begin(&o);
+	msgpack_pack_map(pk, 5);
+	sp_pack_kv_u64(pk, "pid", pid);
+	sp_pack_kv_u64(pk, "start", start);
+	sp_pack_kv_u64(pk, "len", len);
+	sp_pack_kv_u64(pk, "pgoff", pgoff);
+	sp_pack_kv_str(pk, "path", path);
+	int rc = sp_addrspaces_apply(a, SP_R_MAP, obj_end(&o));
+	obj_release(&o);
+	return rc;
+}
+
+/*
+ * Random mappings over 256 pages, overlapping, in random order: after
+ * each, every page maps as a page-by-page model of "the latest mapping
+ * wins" says, with the file offset it had in that mapping.
+ */
+SP_TEST(unwind_addrspace_overlapping_mappings_match_a_page_model)
+{
+	enum { PAGES = 256, ROUNDS = 2000 };
+	static const char *const paths[] = { "/lib/a.so", "/lib/b.so", "/lib/c.so" };
+	struct { int path; uint64_t off; } model[PAGES];
+	memset(model, 0xff, sizeof(model));
+	struct sp_addrspaces *a = sp_addrspaces_new();
+	SP_CHECK(a != NULL);
+	uint64_t seed = 12345;
+	const uint64_t base = 0x10000000, page = 4096;
+	int bad = 0;
+	for (int r = 0; r < ROUNDS && a && !bad; r++) {
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned first = (unsigned)(seed >> 33) % PAGES;
+		unsigned n = 1 + (unsigned)(seed >> 50) % 8;
+		if (first + n > PAGES)
+			n = PAGES - first;
+		int path = (int)((seed >> 20) % 3);
+		uint64_t pgoff = ((seed >> 40) % 64) * page;
+		SP_CHECK(apply_map(a, 7, base + first * page, n * page, pgoff, paths[path]) == 0);
+		for (unsigned k = 0; k < n; k++) {
+			model[first + k].path = path;
+			model[first + k].off = pgoff + k * page;
+		}
+		for (unsigned pg = 0; pg < PAGES && !bad; pg++) {
+			uint64_t addr = base + pg * page + 100;
+			const struct sp_mapping *m = sp_addrspaces_find(a, 7, addr);
+			if (model[pg].path < 0) {
+				bad = m != NULL;
+				continue;
+			}
+			bad = !m || strcmp(m->obj->path, paths[model[pg].path]) != 0 ||
+			      addr - m->start + m->pgoff != model[pg].off + 100;
+		}
+	}
+	SP_CHECK(!bad);
+	sp_addrspaces_free(a, NULL);
+}
+
+/* --stack-size auto's choice from the needs counted by 512-byte bucket. */
+SP_TEST(unwind_copy_used_window_keeps_the_share_asked)
+{
+	struct sp_copy_used c;
+	memset(&c, 0, sizeof(c));
+	/* Nothing counted: the largest window, no quantile. */
+	SP_CHECK(sp_copy_used_window(&c, 0.995, 4096, 65528) == 65528);
+	SP_CHECK(sp_copy_used_quantile(&c, 0.5) == 0);
+	/* 995 shallow stacks and 5 deep ones: the shallow ones decide. */
+	for (int i = 0; i < 995; i++)
+		sp_copy_used_add(&c, true, 1000 + (uint64_t)i);
+	for (int i = 0; i < 5; i++)
+		sp_copy_used_add(&c, true, 20000);
+	SP_CHECK(c.n == 1000 && c.max == 20000 && c.truncated == 0);
+	SP_CHECK(sp_copy_used_window(&c, 0.995, 1024, 65528) == 2048);
+	SP_CHECK(sp_copy_used_window(&c, 0.995, 4096, 65528) == 4096);
+	SP_CHECK(sp_copy_used_quantile(&c, 0.5) == 1536);
+	SP_CHECK(sp_copy_used_quantile(&c, 1.0) == 20000);
+	/* One more deep stack: 99.5% needs the deep ones, rounded up to 512. */
+	sp_copy_used_add(&c, true, 20000);
+	SP_CHECK(sp_copy_used_window(&c, 0.995, 4096, 65528) == 20480);
+	/* Truncated stacks needed more than any window: 1% of them keeps the largest. */
+	for (int i = 0; i < 11; i++)
+		sp_copy_used_add(&c, false, 0);
+	SP_CHECK(c.truncated == 11 && c.n == 1001);
+	SP_CHECK(sp_copy_used_window(&c, 0.995, 4096, 65528) == 65528);
+	/* A need at the kernel's limit stays within it. */
+	memset(&c, 0, sizeof(c));
+	sp_copy_used_add(&c, true, 65528);
+	SP_CHECK(sp_copy_used_window(&c, 0.995, 4096, 65528) == 65528);
+	SP_CHECK(sp_copy_used_quantile(&c, 0.995) == 65528);
 }

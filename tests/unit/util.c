@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "unit.h"
 #include "util/alloc.h"
@@ -10,6 +12,7 @@
 #include "util/hashmap.h"
 #include "util/jsonw.h"
 #include "util/search.h"
+#include "util/sha1.h"
 #include "util/strbuf.h"
 #include "util/utf8.h"
 
@@ -357,4 +360,45 @@ SP_TEST(u64map_release_frees_every_value)
 	sp_u64map_release(&m, count_free);
 	SP_CHECK(values_freed == 99);
 	SP_CHECK(m.count == 0 && sp_u64map_get(&m, 7) == NULL);
+}
+
+/* FIPS 180 examples, and a file read in pieces. */
+SP_TEST(sha1_known_digests)
+{
+	static const struct { const char *in, *hex; } v[] = {
+		{ "", "da39a3ee5e6b4b0d3255bfef95601890afd80709" },
+		{ "abc", "a9993e364706816aba3e25717850c26c9cd0d89d" },
+		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+		  "84983e441c3bd26ebaae4aa1f95129e5e54670f1" },
+	};
+	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++) {
+		struct sp_sha1 s;
+		unsigned char out[20];
+		char hex[41];
+		sp_sha1_init(&s);
+		sp_sha1_update(&s, v[i].in, strlen(v[i].in));
+		sp_sha1_final(&s, out);
+		for (int k = 0; k < 20; k++)
+			snprintf(hex + 2 * k, 3, "%02x", out[k]);
+		SP_CHECK(strcmp(hex, v[i].hex) == 0);
+	}
+	/* A million 'a's through a pipe-sized file read. */
+	char path[] = "/tmp/sp-unit-sha1.XXXXXX";
+	int fd = mkstemp(path);
+	SP_CHECK(fd >= 0);
+	if (fd < 0)
+		return;
+	unlink(path);
+	char block[1000];
+	memset(block, 'a', sizeof(block));
+	for (int i = 0; i < 1000; i++)
+		SP_CHECK(write(fd, block, sizeof(block)) == (ssize_t)sizeof(block));
+	lseek(fd, 0, SEEK_SET);
+	unsigned char out[20];
+	char hex[41];
+	SP_CHECK(sp_sha1_fd(fd, out) == 0);
+	for (int k = 0; k < 20; k++)
+		snprintf(hex + 2 * k, 3, "%02x", out[k]);
+	SP_CHECK(strcmp(hex, "34aa973cd4c4daa4f61eeb2bdbad27316534016f") == 0);
+	close(fd);
 }
