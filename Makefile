@@ -91,7 +91,7 @@ WORKLOAD_SRC := $(wildcard tests/workloads/*.c)
 WORKLOAD_CXX := $(wildcard tests/workloads/*.cpp)
 WORKLOADS := $(WORKLOAD_SRC:tests/workloads/%.c=$(BUILD)/workloads/%) \
 	$(WORKLOAD_CXX:tests/workloads/%.cpp=$(BUILD)/workloads/%) \
-	$(BUILD)/workloads/deep-fp
+	$(BUILD)/workloads/deep-fp $(BUILD)/workloads/spin-fp
 UNIT_SRC := $(wildcard tests/unit/*.c)
 UNIT_BIN := $(if $(UNIT_SRC),$(BUILD)/unit/sp-unit)
 # Small drivers the bats tests run against one part of the library.
@@ -245,8 +245,10 @@ $(BUILD)/workloads/%: tests/workloads/%.c tests/workloads/workload.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fomit-frame-pointer -fdebug-prefix-map=$(CURDIR)=. -pthread -o $@ $< -lm
 
-# deep again with frame pointers, leaf functions' too, for --call-graph fp.
-$(BUILD)/workloads/deep-fp: tests/workloads/deep.c tests/workloads/workload.h
+# deep and spin again with frame pointers, leaf functions' too, for
+# --call-graph fp (spin-fp reports the work it did, for scripts/bench).
+$(BUILD)/workloads/deep-fp $(BUILD)/workloads/spin-fp: $(BUILD)/workloads/%-fp: \
+		tests/workloads/%.c tests/workloads/workload.h
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 		-fdebug-prefix-map=$(CURDIR)=. -pthread -o $@ $< -lm

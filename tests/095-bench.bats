@@ -35,7 +35,8 @@ bench_workloads() {
 		   "8d Java" "8e CPython" "8f Go" "9  attaching" "9a 50 processes" \
 		   "9b one process of 500 threads" "10 stripped binaries" "10a Go" \
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
-		   "12 system-wide" "13 --stack-size auto"; do
+		   "12 system-wide" "13 --stack-size auto" "14 off-CPU" \
+		   "15 --call-graph fp and dwarf"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -55,6 +56,8 @@ bench_workloads() {
 	check_stripped_rows "$out"
 	check_system_rows "$out"
 	check_stackauto_rows "$out"
+	check_offcpu_rows "$out"
+	check_fp_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
 	run -0 comm -13 <(echo "$before") <(bench_maps)
 	[ -z "$output" ]
@@ -98,6 +101,69 @@ check_system_rows() {
 		rows=$(grep -cE "^   (lost samples|bytes per sample|recorder's user\+sys) +- +- .*not measured: sp-capture has no -a\$" <<< "$1")
 		[ "$rows" -eq 3 ]
 	fi
+}
+
+# check_offcpu_rows OUTPUT: figure 14 has, when the build's sp-capture
+# has --off-cpu, the time added per switch, the lost samples and the bytes
+# per switch with figures of ours and perf's (or "perf unavailable"), the
+# same with sp-capture's 8 KiB window, and
+# perf record --off-cpu's row with figures or a note that says why not;
+# when it has not, those rows say why.
+check_offcpu_rows() {
+	local -
+	set -o pipefail
+	local fig rows help
+	help=$("${SP_BUILD%/san}/bin/sp-capture" --help)
+	fig=$(grep -A 12 '^14 off-CPU' <<< "$1")
+	if grep -qE '^ +--off-cpu' <<< "$help"; then
+		local r='( \[[^]]*\])?'
+		grep -qE "^   switcher alone: wall time per switch +[1-9][0-9]*ns$r +" <<< "$fig"
+		# The time added is a difference, which noise can make negative.
+		grep -qE "^   ns added per switch +-?[0-9]+ns$r +(-?[0-9]+ns$r|perf unavailable)" <<< "$fig"
+		grep -qE "^   lost samples +[0-9]+$r +([0-9]+$r|perf unavailable)" <<< "$fig"
+		grep -qE "^   bytes per switch +[1-9][0-9]*$r +([1-9][0-9]*$r|perf unavailable)" <<< "$fig"
+		grep -qE "^   switches per run +[1-9][0-9]*$r +" <<< "$fig"
+		grep -qE "^   --stack-size 8K: ns added per switch +-?[0-9]+ns$r +(-?[0-9]+ns$r|perf unavailable)" <<< "$fig"
+		grep -qE "^   --stack-size 8K: bytes per switch +[1-9][0-9]*$r +([1-9][0-9]*$r|perf unavailable)" <<< "$fig"
+		if grep -qE '^   perf --off-cpu: ns added per switch +- +- .*not measured: see the note$' <<< "$fig"; then
+			grep -qE '^note: perf record --off-cpu \(14\) not measured: .+' <<< "$1"
+		else
+			grep -qE "^   perf --off-cpu: ns added per switch +-?[0-9]+ns$r +(-?[0-9]+ns$r|perf unavailable)" <<< "$fig"
+		fi
+	else
+		rows=$(grep -cE "^   (ns added per switch|lost samples|bytes per switch) +- +- .*not measured: sp-capture has no --off-cpu\$" <<< "$fig")
+		[ "$rows" -eq 3 ]
+	fi
+}
+
+# check_fp_rows OUTPUT: figure 15 has, for --call-graph fp and dwarf at
+# 999 Hz, the slowdown, the extra CPU-seconds, the bytes per sample of
+# both workloads and the recorder's CPU time with figures of ours and
+# perf's (or "perf unavailable"), fp's bytes and CPU with the ratio of the
+# two modes; and the same at 4999 Hz, unless the kernel's sample rate
+# limit was below it.
+check_fp_rows() {
+	local -
+	set -o pipefail
+	local fig rows r='( \[[^]]*\])?' hz mode
+	fig=$(grep -A 22 '^15 --call-graph fp and dwarf' <<< "$1")
+	grep -qE '^   spin-fp alone: seconds per pass +[0-9.]+us' <<< "$fig"
+	for hz in 999 4999; do
+		if [ $hz = 4999 ] &&
+		   grep -qE '^   slowdown, 4999 Hz +- +- .*not measured: above perf_event_max_sample_rate' <<< "$fig"; then
+			continue
+		fi
+		for mode in fp dwarf; do
+			grep -qE "^   slowdown, $mode, $hz Hz +[-+][0-9.]+%$r +([-+][0-9.]+%$r|perf unavailable)" <<< "$fig"
+			grep -qE "^   extra CPU-seconds, $mode, $hz Hz +[-+][0-9.]+s$r +([-+][0-9.]+s$r|perf unavailable)" <<< "$fig"
+		done
+		rows=$(grep -cE "^   bytes per sample, (spin|deep)-fp, (fp|dwarf), $hz Hz +[1-9][0-9]*$r +([1-9][0-9]*$r|perf unavailable)" <<< "$fig")
+		[ "$rows" -eq 4 ]
+		rows=$(grep -cE "^   recorder CPU, deep-fp, (fp|dwarf), $hz Hz +[0-9]+ms$r +([0-9]+ms$r|perf unavailable)" <<< "$fig")
+		[ "$rows" -eq 2 ]
+		rows=$(grep -cE "^   (bytes per sample, (spin|deep)-fp|recorder CPU, deep-fp), fp, $hz Hz .* fp/dwarf ([0-9.]+|n/a)\$" <<< "$fig")
+		[ "$rows" -eq 3 ]
+	done
 }
 
 # check_stackauto_rows OUTPUT: figure 13 has the slowdown and the extra
@@ -169,6 +235,17 @@ bench_idle() {
 	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 |9 |10 |11 )' <<< "$output"
 	# Every process the figure started was killed.
 	run -1 bench_idle
+}
+
+@test "scripts/bench --only offcpu,fp: figures 14 and 15 alone, with figures" {
+	run env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only offcpu,fp
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"14 off-CPU"* ]]
+	[[ "$output" == *"15 --call-graph fp and dwarf"* ]]
+	check_offcpu_rows "$output"
+	check_fp_rows "$output"
+	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 |9 |10 |11 |12 |13 )' <<< "$output"
 }
 
 @test "scripts/bench --only attach: interrupted, it kills the workloads it started" {
