@@ -25,8 +25,8 @@
  *                task, and every process in /proc synthesized
  *   offcpu.c     --off-cpu: each thread's switch-out sample held until it
  *                runs again, then written weighted by the time it was off
- *   perfdata.c   perf.data read, its records given to ring.c and sample.c
- *                in a ring's layout (perfdata.h)
+ *   perfdata*.c  perf.data read, its records given to ring.c and sample.c
+ *                in a ring's layout (perfdata.h, perfdata-int.h)
  *
  * Invariants:
  * - Every record but the header and the summary goes through the queue,
@@ -214,7 +214,7 @@ struct sp_capture {
 	bool kernel_enabled, kernel_fell_back;
 	uint32_t max_stack;		/* --call-graph fp: the kernel's limit on callchain entries */
 	bool use_build_id, use_format_lost;
-	bool imported;			/* perfdata.c: the mapped files are not ours to read */
+	bool imported;			/* perfdata*.c: the mapped files are not ours to read */
 	bool started, finished;
 	uint64_t start_ns, end_ns;
 
