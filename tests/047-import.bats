@@ -10,16 +10,27 @@ load helper
 
 setup() {
 	T=$BATS_TEST_TMPDIR
-	command -v perf > /dev/null || skip "no perf"
-	perf record -N -q -o "$T/probe.data" -- true 2> /dev/null ||
-		skip "perf record cannot record here"
 }
 
-# record OUT PERF-ARGS... -- CMD...: perf record into OUT.
+# need_perf: skips the test unless this machine's perf can record.
+need_perf() {
+	command -v perf > /dev/null || skip "no perf"
+	record "$T/probe.data" -- true > /dev/null || skip "perf record cannot record here"
+}
+
+# record OUT PERF-ARGS... -- CMD...: perf record into OUT.  perf 6.1 at
+# times aborts on an assertion in util/build-id.c as it ends (as
+# docs/PERFORMANCE.md tells of figure 12): it is run again, three times
+# at most.
 record() {
-	local out=$1
+	local out=$1 i
 	shift
-	perf record -N -q -F 999 -o "$out" "$@" 2> "$out.err" || { cat "$out.err"; false; }
+	for i in 1 2 3; do
+		perf record -N -q -F 999 -o "$out" "$@" 2> "$out.err" && return 0
+		grep -q 'assertion failed at util/build-id.c' "$out.err" || break
+	done
+	cat "$out.err"
+	false
 }
 
 # perf_folded DATA OUT: perf script's stacks of DATA folded.
@@ -64,6 +75,7 @@ same() {
 }
 
 @test "--call-graph dwarf: the stack copies unwind to perf script's stacks" {
+	need_perf
 	record "$T/d.data" --call-graph dwarf -- "$WORKLOADS/spin" 1
 	perf_folded "$T/d.data" "$T/perf"
 	sp_folded "$T/d.data" "$T/sp"
@@ -81,6 +93,7 @@ same() {
 }
 
 @test "--call-graph fp and -g: the callchains fold to perf script's stacks" {
+	need_perf
 	local mode
 	for mode in "--call-graph fp" "-g"; do
 		# shellcheck disable=SC2086
@@ -95,6 +108,7 @@ same() {
 }
 
 @test "samples without a call graph: their one address folds as perf script's" {
+	need_perf
 	record "$T/n.data" -- "$WORKLOADS/deep-fp" 1
 	perf_folded "$T/n.data" "$T/perf"
 	sp_folded "$T/n.data" "$T/sp"
@@ -105,6 +119,7 @@ same() {
 }
 
 @test "pipe mode: perf record -o - into sp-import -, forks and exits followed" {
+	need_perf
 	local -
 	set -o pipefail
 	perf record -N -q -F 999 --call-graph dwarf -o - -- "$WORKLOADS/forker" -n 4 1 \
@@ -130,6 +145,7 @@ same() {
 }
 
 @test "a perf.data cut short: the records before the cut, a message naming it, status 1" {
+	need_perf
 	record "$T/d.data" --call-graph dwarf -- "$WORKLOADS/spin" 1
 	sp-import -q "$T/d.data" > "$T/full.sps"
 	local size
@@ -171,6 +187,7 @@ EOF
 }
 
 @test "not a perf.data, the other byte order, an unknown attr size: refused by name" {
+	need_perf
 	printf 'not a perf.data file at all, only text\n' > "$T/text"
 	run -2 sp-import "$T/text"
 	[[ $output == *"not a perf.data file"*"PERFILE2"* ]]
@@ -196,6 +213,7 @@ EOF
 }
 
 @test "compressed records (perf record -z): refused, naming the feature" {
+	need_perf
 	perf record -N -q -z -o "$T/z.data" -- "$WORKLOADS/spin" 1 2> /dev/null ||
 		skip "this perf has no -z"
 	perf report -i "$T/z.data" --header-only 2> /dev/null | grep -q 'compressed' ||
@@ -203,4 +221,61 @@ EOF
 	run -2 sp-import -o "$T/z.sps" "$T/z.data"
 	[[ $output == *"compressed records (PERF_RECORD_COMPRESSED, perf record -z)"* ]]
 	[[ $output == *"perf inject"* ]]
+}
+
+@test "every record kind of a perf.data built field by field, file and pipe mode" {
+	# fuzz/make-corpus-import writes these.
+	local c=$TOP/fuzz/corpus/fuzz-import f
+	for f in file-fp pipe-fp file-dwarf; do
+		run -0 sp-import -o "$T/$f.sps" "$c/$f"
+		run -0 sp-cat "$T/$f.sps"
+		[[ ${lines[1]} == '{"t":"exec","pid":42,"tid":42,"comm":"seed","time":100}' ]]
+		[[ $output == *'{"t":"map","pid":42,"start":4194304,"len":4096,"pgoff":0,"path":"/bin/seed","tid":42,"time":110,'* ]]
+		[[ $output == *'{"t":"fork","pid":42,"ppid":42,"tid":43,"ptid":42,"time":120}'* ]]
+		[[ $output == *'{"t":"throttle","time":171,'* ]]
+		[[ $output == *'{"t":"unthrottle","time":172,'* ]]
+		[[ $output == *'{"t":"lost","lost":2,"kind":"samples","time":173,'* ]]
+		[[ $output == *'{"t":"lost","lost":3,"kind":"records","time":175,'* ]]
+		[[ $output == *'{"t":"exit","pid":42,"ppid":42,"tid":43,"ptid":42,"time":180}'* ]]
+		[ "$(summary "$T/$f.sps" samples)" -eq 4 ]
+		[ "$(summary "$T/$f.sps" lost_events)" -eq 5 ]
+		[ "$(summary "$T/$f.sps" throttle_events)" -eq 1 ]
+	done
+	# The host of the hostname feature, the build-id of the build-id section.
+	run -0 sp-cat -t header,map "$T/file-fp.sps"
+	[[ $output == *'"host":{"hostname":"seedhost"'* ]]
+	[[ $output == *'"build_id":{"$bin":"AQIDBAUGBwgJCgsMDQ4PEBESExQ="}'* ]]
+	run -0 sp-cat -t sample "$T/file-fp.sps"
+	[[ ${lines[0]} == *'"period":1000000,"uchain":[4194560,4194816]}' ]]
+	run -0 sp-cat -t sample "$T/file-dwarf.sps"
+	[[ ${lines[0]} == *'"abi":2,"regs":[32752,32753,32754,32755,32756,32757,32758,32759,32760,32764,'* ]]
+}
+
+@test "a perf.data of perf 5.x's attribute size reads as the same stream" {
+	need_perf
+	# perf 5.4 wrote 112-byte attributes (PERF_ATTR_SIZE_VER5); 6.1
+	# writes 128.  The same recording with its attributes cut to 112.
+	record "$T/d.data" -g -- "$WORKLOADS/spin" 1
+	/usr/bin/python3 - "$T/d.data" "$T/old.data" <<'PYEOF'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+attr_size, off, size = struct.unpack_from("<QQQ", d, 16)
+n = size // attr_size
+entries = []
+for i in range(n):
+    e = d[off + i * attr_size:off + (i + 1) * attr_size]
+    a = bytearray(e[:112])
+    struct.pack_into("<I", a, 4, 112)
+    entries.append(bytes(a) + bytes(e[attr_size - 16:]))
+d[off:off + n * 128] = b"".join(entries)
+struct.pack_into("<QQQ", d, 16, 128, off, n * 128)
+open(sys.argv[2], "wb").write(d)
+PYEOF
+	# perf itself reads it as the same recording.
+	[ "$(perf script -i "$T/old.data" 2> /dev/null | wc -l)" -eq \
+	  "$(perf script -i "$T/d.data" 2> /dev/null | wc -l)" ]
+	sp-import -q "$T/d.data" | sp-cat -t sample,map,fork,exit > "$T/new.txt"
+	sp-import -q "$T/old.data" | sp-cat -t sample,map,fork,exit > "$T/old.txt"
+	[ "$(lines "$T/new.txt")" -ge 100 ]
+	diff "$T/new.txt" "$T/old.txt"
 }
