@@ -244,7 +244,8 @@ bool sp_pd_convert_sample(struct sp_perf_import *im, const unsigned char *rec, s
 	}
 	/* The fields before the id are the same for every event (perf requires it). */
 	st = a->sample_type;
-	period = a->period_or_freq;
+	/* Without PERIOD, the event's fixed period; sampled at a frequency, 1. */
+	period = ATTR_FLAG(a, A_FREQ) ? 1 : a->period_or_freq;
 	if (st & PERF_SAMPLE_STREAM_ID)
 		cur_u64(&c);
 	if (st & PERF_SAMPLE_CPU) {
