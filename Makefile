@@ -69,6 +69,7 @@ sp-fold_LAYERS := fold stream util
 sp-stat_LAYERS := stream util
 sp-flame_LAYERS := fold stream util
 sp-top_LAYERS := fold stream util
+sp-import_LAYERS := capture stream util
 # Libraries outside the project that only some tools need.  libunwind
 # (sp-unwind --engine=libunwind) is asked of pkg-config once, when a
 # recipe needs it, as PKG_ALL is; the $$ keeps it out of the rules' eval.

@@ -36,7 +36,7 @@ bench_workloads() {
 		   "9b one process of 500 threads" "10 stripped binaries" "10a Go" \
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
 		   "12 system-wide" "13 --stack-size auto" "14 off-CPU" \
-		   "15 --call-graph fp and dwarf"; do
+		   "15 --call-graph fp and dwarf" "16 perf.data import"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -210,6 +210,15 @@ check_attach_rows() {
 	run -0 env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only flame
 	[[ "$output" == *"sp-flame 100k lines: seconds"* ]]
 	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 )' <<< "$output"
+}
+
+@test "scripts/bench --only import: figure 16 alone, sp-import's pipeline against perf script" {
+	run -0 env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only import
+	echo "$output"
+	[[ "$output" == *"16 perf.data import"* ]]
+	# Both columns have a figure, or perf's says why it has none.
+	grep -qE '^   seconds per perf.data +([0-9.]+s +([0-9.]+s +[0-9.]+|perf unavailable)|- +- .*not measured)' <<< "$output"
+	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 |9 |12 )' <<< "$output"
 }
 
 @test "scripts/bench --only attach: figure 9 alone, its workloads gone after" {

@@ -25,6 +25,8 @@
  *                task, and every process in /proc synthesized
  *   offcpu.c     --off-cpu: each thread's switch-out sample held until it
  *                runs again, then written weighted by the time it was off
+ *   perfdata*.c  perf.data read, its records given to ring.c and sample.c
+ *                in a ring's layout (perfdata.h, perfdata-int.h)
  *
  * Invariants:
  * - Every record but the header and the summary goes through the queue,
@@ -212,6 +214,7 @@ struct sp_capture {
 	bool kernel_enabled, kernel_fell_back;
 	uint32_t max_stack;		/* --call-graph fp: the kernel's limit on callchain entries */
 	bool use_build_id, use_format_lost;
+	bool imported;			/* perfdata*.c: the mapped files are not ours to read */
 	bool started, finished;
 	uint64_t start_ns, end_ns;
 
@@ -236,6 +239,10 @@ struct sp_capture {
 uint64_t sp_rec_now_ns(void);
 
 /* recorder.c */
+
+/* The header's "reg_names": the registers samples carry, in order. */
+struct sp_mapw;
+void sp_rec_pack_reg_names(struct sp_mapw *m);
 
 /* The record of pid; with create, added when absent.  NULL when absent or out of memory. */
 struct sp_rec_proc *sp_rec_proc_get(struct sp_capture *r, pid_t pid, bool create);
@@ -272,6 +279,8 @@ int sp_rec_ring_attach(struct sp_capture *r, int fd, int ci);
 /* Drains every ring, writes the queue up to limit, flushes: 0 or -1. */
 int sp_rec_drain(struct sp_capture *r, uint64_t limit);
 void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsigned char *p);
+/* Converts one kernel record, as a ring holds it, into the queue. */
+void sp_rec_handle_record(struct sp_capture *r, const unsigned char *rec, size_t size);
 
 /* sample.c */
 
@@ -415,6 +424,14 @@ void sp_rec_write_synth(struct sp_capture *r, enum sp_rec_kind kind, const unsig
 int sp_rec_vdso_identify(struct sp_capture *r, pid_t pid, uint64_t start, uint64_t len,
 			 unsigned char *bid);
 void sp_rec_write_image(struct sp_capture *r, const unsigned char *p);
+/*
+ * An imported recording's vDSO of build-id bid (NULL: of a recording
+ * known otherwise to be of this kernel): this process's own image is
+ * queued (once) when it has that build-id.  Returns the length of the
+ * build-id written to out, 0 when the image is not the one.
+ */
+int sp_rec_vdso_own(struct sp_capture *r, const unsigned char *bid, int bidlen,
+		    unsigned char *out);
 
 /*
  * jitdump.c: a map record of pid's file [start, start + len) at path,

@@ -34,6 +34,14 @@ static const char *const reg_names[] = {
 _Static_assert(sizeof(reg_names) / sizeof(reg_names[0]) == SP_REC_NREGS,
 	       "one name per register recorded");
 
+void sp_rec_pack_reg_names(struct sp_mapw *m)
+{
+	msgpack_packer *pk = sp_mapw_key(m, "reg_names");
+	msgpack_pack_array(pk, SP_REC_NREGS);
+	for (size_t i = 0; i < SP_REC_NREGS; i++)
+		sp_pack_str(pk, reg_names[i]);
+}
+
 uint64_t sp_rec_now_ns(void)
 {
 	struct timespec ts;
@@ -281,10 +289,7 @@ int sp_capture_start(struct sp_capture *r, int argc, char **argv)
 	for (size_t i = 0; i < r->nev; i++)
 		sp_pack_str(pk, r->ev[i].name);
 	sp_mapw_bool(&m, "kernel_enabled", r->kernel_enabled);
-	pk = sp_mapw_key(&m, "reg_names");
-	msgpack_pack_array(pk, SP_REC_NREGS);
-	for (size_t i = 0; i < SP_REC_NREGS; i++)
-		sp_pack_str(pk, reg_names[i]);
+	sp_rec_pack_reg_names(&m);
 	if (r->o.has_start_timestamp)
 		sp_mapw_u64(&m, "start_timestamp_us", r->o.start_timestamp_us);
 	if (r->o.has_sample_interval)

@@ -144,7 +144,7 @@ static void handle_mmap2(struct sp_capture *r, const unsigned char *rec, size_t 
 	if (!have_dev) {
 		bidlen = m.build_id_size > 20 ? 20 : m.build_id_size;
 		memcpy(bid, m.build_id, (size_t)bidlen);
-	} else if (sp_rec_is_file_path(path) && !deleted) {
+	} else if (sp_rec_is_file_path(path) && !deleted && !r->imported) {
 		bidlen = sp_rec_build_id(r, (pid_t)m.pid, path, NULL, (uint64_t)m.maj << 32 | m.min,
 					 m.ino, bid);
 	}
@@ -336,7 +336,7 @@ void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsig
 	}
 }
 
-static void handle_record(struct sp_capture *r, const unsigned char *rec, size_t size)
+void sp_rec_handle_record(struct sp_capture *r, const unsigned char *rec, size_t size)
 {
 	struct perf_event_header h;
 	memcpy(&h, rec, sizeof(h));
@@ -381,7 +381,7 @@ static void drain_ring(struct sp_capture *r, struct sp_rec_ring *g)
 			memcpy(r->tmp + first, data, h.size - first);
 			rec = r->tmp;
 		}
-		handle_record(r, rec, h.size);
+		sp_rec_handle_record(r, rec, h.size);
 		tail += h.size;
 	}
 	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);

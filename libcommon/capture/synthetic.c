@@ -195,12 +195,14 @@ void sp_rec_queue_map(struct sp_capture *r, const struct sp_rec_map *m)
 	memcpy(q.bid, m->build_id, (size_t)q.bidlen);
 	if (m->content_id)
 		memcpy(q.cid, m->content_id, sizeof(q.cid));
-	if (!q.bidlen && strcmp(m->path, "[vdso]") == 0)
+	/* An imported recording's processes are not ours: nothing is read from them. */
+	if (!q.bidlen && !r->imported && strcmp(m->path, "[vdso]") == 0)
 		q.bidlen = sp_rec_vdso_identify(r, m->pid, m->start, m->len, q.bid);
 	else if (q.bidlen && r->o.on_module && sp_rec_is_file_path(m->path))
 		r->o.on_module(r->o.on_module_arg, m->pid, m->start, m->start + m->len, m->path,
 			       m->deleted, q.bid, q.bidlen);
-	sp_rec_jitdump_note(r, m->pid, m->start, m->len, m->path, m->time);
+	if (!r->imported)
+		sp_rec_jitdump_note(r, m->pid, m->start, m->len, m->path, m->time);
 	size_t s = sp_rec_q_begin(r);
 	sp_rec_q_add(r, &q, sizeof(q));
 	sp_rec_q_add(r, m->path, q.pathlen);

@@ -185,3 +185,23 @@ int sp_rec_vdso_identify(struct sp_capture *r, pid_t pid, uint64_t start, uint64
 	free(buf);
 	return bidlen;
 }
+
+int sp_rec_vdso_own(struct sp_capture *r, const unsigned char *bid, int bidlen,
+		    unsigned char *out)
+{
+	size_t n;
+	const void *own = sp_vdso_image(&n);
+	unsigned char id[SP_BUILD_ID_MAX];
+	void *copy = own ? malloc(n) : NULL;
+	if (!copy)
+		return 0;
+	/* libelf may convert a copy in place. */
+	int len = sp_build_id_mem(memcpy(copy, own, n), n, id);
+	free(copy);
+	if (len <= 0 || (bid && (len != bidlen || memcmp(id, bid, (size_t)len) != 0)))
+		return 0;
+	if (!image_seen(r, id, len))
+		queue_image(r, id, len, own, n);
+	memcpy(out, id, (size_t)len);
+	return len;
+}
