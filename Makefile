@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # stackpulse: one non-recursive Makefile for the library, the tools, the
 # test workloads, the unit tests, the fuzz harnesses and the documents.
 #

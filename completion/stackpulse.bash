@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Bash completion for the stackpulse tools (sp-capture, sp-unwind, ...).
 #
 # The options come from each tool's own --help, read once per shell, so

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * external-cache: the recipe "Process a profile" with a stack cache of
  * one's own (SP_CACHE_EXTERNAL).  The program keeps the folded text of
  * each stack it resolved, by stack id, and reuses it for the stack's

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * kernel-frames: the recipe "Kernel frames".  Names the kernel frames of
  * a recording made with kernel frames (sp-capture --kernel, or
  * sp_options_set_kernel()) from a kallsyms saved on the recording host

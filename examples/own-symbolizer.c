@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * own-symbolizer: the stacks of a recording with the module each frame
  * lies in, for a symbolizer of one's own.  For every stack, one line
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * profile-command: profile a command from its first instruction to its
  * exit, then print every counter of the recording's summary, one
  * "name value" line each.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * python-frames: the recipe "Python frames", with the guard against a
  * reused PID.  A CPython 3.12+ started with -X perf (or
  * PYTHONPERFSUPPORT=1) writes /tmp/perf-PID.map, which names its Python

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * several-processes: one recording of several running processes.  The
  * first is attached before the recording starts; the second while it
  * runs, stopped while its threads are attached; then every descendant

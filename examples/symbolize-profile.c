@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * symbolize-profile: the recipe "Resolve symbols".  Opens a finished
  * recording (a raw stream of sp-capture, or an unwound one), keeps one
  * symbolizer for the whole profile and prints each distinct stack once

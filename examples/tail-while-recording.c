@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * tail-while-recording: records a command into a file and reads the
  * file's stacks while the recording goes on, as a live view would:
  * poll the recorder, flush it, take every batch the tail has.  At the

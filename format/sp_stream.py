@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """A reader of stackpulse streams (format/sp-stream.md), for your own tools.
 
 It needs Python 3.7 or later and the msgpack package (Debian:

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-ehhdr: what the libunwind engine reads of a module's unwind
  * sections itself (unwind/ehhdr.c): the header of an .eh_frame_hdr
  * section (sp_eh_frame_hdr_table()), the check that its table may name

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-elf-symbolize: the input as a module file for the symbolizer:
  * sp_elfsym_open() on a memfd holding it, then sp_elfsym_lookup() with
  * lines, inline frames and demangling on, so that libdwfl and libdw read

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-elf-unwind: the input as a module file for the unwinder, so that
  * CFI lookup (.eh_frame_hdr, .eh_frame, .debug_frame through libdw),
  * rule compilation and the DWARF expression machine run on corrupt

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-flame: the input as sp-flame's folded text (one or two counts a
  * line, as sp-fold --off-cpu and --wall write it too): sp_flame_read()
  * takes it from a memfd, sp_flame_finish() lays it out, sp_flame_write()

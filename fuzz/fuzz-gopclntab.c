@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-gopclntab: Go's function table (unwind/gopclntab.c) from arbitrary
  * bytes.  The input is 4 bytes (little endian) giving the table's
  * length, the table, at 0x500000, and the rest, an image region of

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-import: feeds the input to sp-import's perf.data reader
  * (capture/perfdata.h) as a perf.data file (from a memfd, so file mode
  * can seek to its feature sections; an input whose header is perf's

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-jitdump: feeds the input to the jitdump reader twice, whole and
  * in pieces whose sizes the input's first byte chooses, reading every
  * record after each piece.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-json: feeds the input to sp_json_parse() as one line (what
  * sp-cat --from-json passes it: the bytes before the first newline) and,
  * when it parses, checks that the render -> parse cycle is stable:

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-kallsyms: the input as a saved kallsyms file: sp_kallsyms_load()
  * reads it from /proc/self/fd/N of a memfd holding it, then addresses
  * are looked up in the table.

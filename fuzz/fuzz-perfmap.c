@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-perfmap: feeds the input to the perf-map reader, line by line
  * through sp_perfmap_parse_line() and whole through sp_perfmap_load_fd()
  * (from a memfd), then looks addresses up in the table it built.

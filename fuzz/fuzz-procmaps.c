@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-procmaps: feeds each line of the input to
  * sp_proc_maps_parse_line(), the parser of /proc/PID/maps lines, as
  * sp_proc_maps() does (the bytes getline() gives: the line with its

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-procstatus: feeds the input to sp_proc_status_nspid(), the reader
  * of the NSpid: line of /proc/PID/status, to sp_proc_status_tgid(), the
  * reader of its Tgid: line, and to sp_pidfile_parse(), the reader of a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-reader: feeds the input to sp_reader as a stream and checks what
  * comes out.
  *

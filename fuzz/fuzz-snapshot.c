@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-snapshot: reads the input as a recording through libstackpulse's
  * snapshot and tail (libcommon/api/source.c): raw segments through the
  * unwinding stage, the stacks of unwound and symbolized segments joined

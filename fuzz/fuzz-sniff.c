@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-sniff: feeds the input to sp_sniff(), which tells a stream from
  * the files people give a tool by mistake, from a heap copy of exactly
  * its bytes, and of every prefix up to 16 bytes (what the tools read),

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-symbolizer: reads the input as a recording through a snapshot and
  * names every stack with two symbolizers of it (libcommon/api/
  * symbolizer.c over sym's namer): one with the internal stack cache, one

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-top: feeds the input to sp_reader as a stream, folds every record
  * it reads and makes top reports (fold/top.c) of what was folded: every
  * 16 records with the counts halved as weights (a window), and at the

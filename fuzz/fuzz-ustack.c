@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * fuzz-ustack: the stack copies of raw samples and their shared tails
  * (stream/ustack.h).  The input is a sequence of samples, each a header
  * of 7 bytes (tid: 1, the stack pointer's low bits: 2, length: 2,

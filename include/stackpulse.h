@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * libstackpulse: the sampling profiler's library, for programs that embed
  * a profiler.  The tools (sp-capture, sp-symbolize, ...) are programs over
  * it; every record it reads and writes is the stream of sp-stream(5).

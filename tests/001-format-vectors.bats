@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # The checked-in test vectors: sp-cat rebuilds each stream from its JSON
 # lines byte for byte and renders each stream back to the same lines, and
 # a consumer written with Python's msgpack module alone reads them.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # format/sp-stream.md documents exactly the schema the reader enforces
 # (libcommon/stream/record.h), and sp-stream(5) is generated from it.
 

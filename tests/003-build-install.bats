@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # make install honours PREFIX and DESTDIR and installs the man pages.
 
 load helper

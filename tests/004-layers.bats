@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # The library's layers (docs/ARCHITECTURE.md): no upward include, each
 # tool links only the layers it uses, and the build is incremental.
 # (scripts/run-tests runs the library's unit tests, build/unit/sp-unit.)

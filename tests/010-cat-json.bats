@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-cat: JSON rendering of every MessagePack value class, the exact round
 # trip, type filtering, output files, follow mode.
 

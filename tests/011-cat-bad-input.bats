@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Bad input: one clear message naming the byte offset and the record,
 # every complete record before the fault still processed, exit status 1
 # (2 when not one record could be read: no partial result), no crash, no

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture: option checking, all before anything is opened.
 
 load helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture -- COMMAND: the stream of a launched workload.
 
 load helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture --kernel, and recording as an unprivileged user.
 
 load helper

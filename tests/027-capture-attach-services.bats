@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture attaching to running services: thread ids, what the target
 # creates later, no signal, --name and --pid-file, a clean detach, and
 # the errors.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Processes in containers: their own mount and PID namespaces (unshare),
 # their binary on a tmpfs that only their namespace has, and at the same
 # path on the host another program, so that a lookup by host path finds

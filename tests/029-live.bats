@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Live: every stage passes records on while its input is idle, so the end
 # of a pipeline sees samples while sp-capture still records; and following
 # a file that is being written (sp-cat -f, sp-unwind --follow, sp-fold

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-unwind: exact stacks of workloads with a known call structure.
 
 load helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-unwind: module files that changed or went away, segments, following
 # a file, pipes.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-unwind on the programs people profile: JIT runtimes (Node, the JVM),
 # whose code has no CFI, and the start and end of a process's life.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # The vDSO travels in the stream (its image record), so that stacks through
 # it unwind and are named on another host; and stacks through a signal
 # handler unwind through the signal frame to main.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # jitdump: node --perf-prof announces jit-PID.dump; sp-capture carries the
 # file in the stream, sp-symbolize names JIT frames from it.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-unwind --engine: the DWARF CFI engine (stackpulse) and libunwind's
 # remote unwinder on the same raw streams.  Each workload is captured
 # once and unwound by both; tests/lib/unwind_agree.py compares the two

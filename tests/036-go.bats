@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Go programs (the gc toolchain): their CFI is in .debug_frame, not
 # .eh_frame; every function with a frame keeps a frame pointer; the
 # symbol table names functions as the linker does (runtime.goexit.abi0,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Go's function table (.gopclntab, read by libcommon/sym/gopclntab.c)
 # in real Go binaries: a program built by Debian's Go (1.19, the table
 # layout of Go 1.18) with -ldflags="-s -w" has no symbol table and no

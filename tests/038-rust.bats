@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Rust programs: stacks named as Rust prints them, with either mangling
 # scheme, and stacks of the same programs stripped of their symbols.
 # The workload is tests/workloads/rust/rusty.rs, built here by Debian's

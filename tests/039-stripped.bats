@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Stripped modules, as release builds ship them: where no symbol names an
 # address, the frame is named after the start of its function, which the
 # module's .eh_frame_hdr lists (MODULE+0xOFFSET, origin function-start),

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-symbolize: names, inline frames, lines, kernel names, perf maps.
 
 load helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture -e EVENT and -c PERIOD: software events, tracepoints, hardware
 # events (and what is said where the machine has no PMU), several events
 # in one recording, and sp-fold --event picking one of them.

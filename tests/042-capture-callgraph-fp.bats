@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture --call-graph fp: user callchains the kernel walks by frame
 # pointers, with no stack copy, and sp-unwind resolving them.  deep-fp is
 # deep built with frame pointers (leaf functions' too); deep is not.

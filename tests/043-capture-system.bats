@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture -a and -C: system-wide recording, idle and kernel-thread
 # samples, and sp-fold --by-process and --by-thread.
 

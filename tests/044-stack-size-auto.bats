@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture --stack-size auto: a calibration with the largest window,
 # then the smallest window that kept 99.5% of the stacks complete; and
 # what sp-unwind says complete stacks needed of their copies (the

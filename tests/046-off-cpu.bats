@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-capture --off-cpu: where threads wait and for how long, as samples of
 # the event off-cpu weighted by their time off the CPU; sp-fold --off-cpu
 # and --wall; sp-flame's colours for that time; sp-stat's counts.

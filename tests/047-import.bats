@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-import: perf.data from this machine's perf, in each call-graph mode
 # and in pipe mode, through sp-unwind, sp-symbolize and sp-fold, folded
 # to the same stacks with the same counts as perf script folds them

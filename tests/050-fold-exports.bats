@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-fold --format pprof and --format speedscope: the files load in the
 # tools that read them, and their totals are the folded totals.
 #

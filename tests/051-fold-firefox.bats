@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-fold --format firefox: the Firefox Profiler's processed profile
 # (preprocessedProfileVersion 66), checked against the invariants the
 # profiler's format documents (docs-developer/CHANGELOG-formats.md and

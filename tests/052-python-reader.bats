@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # format/sp_stream.py, the documented Python reader of the stream: what it
 # makes of real recordings agrees with the tools, and a cut stream is
 # reported where sp-cat reports it.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Bash completion (completion/stackpulse.bash): every option of every tool
 # completes, the fixed values of an option are the ones its --help names,
 # and make install puts it where bash-completion finds it.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # make deb: a Debian package built from the tracked files with
 # dpkg-buildpackage, which lintian passes without errors, and which holds
 # the tools, their man pages and the completion, ready to run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-flame: the frames of the SVG, its options, differential graphs,
 # malformed input, well-formed XML, a large input, the self-test kept out
 # of the picture, and the picture's script run in headless Chromium.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-stat: reports, the diagnosis of real recordings set up to need it,
 # --json, --check, --system.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-stat names the runtimes of a recording (Node.js, the JVM, CPython,
 # Go, native code) and advises on stacks that ended early in a runtime's
 # code with that runtime's options, never with a C compiler's.  The

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-stat says, per module file, where its frames' names came from (full
 # debug info, symbols only, the Go table, function starts only, nothing)
 # and what would name them better, for that module.  Real recordings of

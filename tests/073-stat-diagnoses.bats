@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-stat's diagnosis fits what the user recorded: one test per case a
 # user meets, each asserting the exact advice.  An unusable recording (no
 # samples, all lost, no stack complete, no frame named) is said first,

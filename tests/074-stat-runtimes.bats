@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-stat's diagnosis of what was recorded, for the cases of runtimes and
 # targets: a JIT runtime run without a perf map (Node, Java), a thread id
 # given to sp-capture -p, a container whose files are not found where the

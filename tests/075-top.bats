@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # sp-fold --top and sp-top: the functions with most self and total time,
 # offline, as text reports of a live pipeline, and on a real terminal.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Exact images and cross-host workflows: sp-capture --archive, the
 # archive used by sp-unwind and sp-symbolize, debuginfod, a byte pipe.
 

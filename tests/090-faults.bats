@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Hardening: faults, load, untrusted input, privileges, valgrind.
 
 load helper

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # A recording is never destroyed by a mistake: an output that is an input
 # is refused, outputs are written under a temporary name and renamed into
 # place (sp-capture's old file kept as FILE.old), every write error is an

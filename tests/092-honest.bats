@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # No failure passes as success: a result that cannot be used exits non-zero
 # with its cause and its fix (unless --allow-empty asks for best effort), a
 # degraded one says so in one warning line, and option values that cannot

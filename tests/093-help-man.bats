@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Each tool's --help and its man page list the same options: a reader of
 # either finds every option, and an option added to one is added to both.
 
@@ -111,4 +112,18 @@ man_options() {
 	[ "$n" -ge 20 ]
 	# An alias of a page is a link to it, not a fragile .so request.
 	run -1 grep -l '^\.so' "$TOP"/man/*.3
+}
+
+@test "every source file names its license, MIT, with an SPDX identifier" {
+	git -C "$TOP" ls-files '*.c' '*.h' '*.py' '*.sh' '*.bats' '*.bash' '*.js' '*.css' \
+		'*.go' '*.rs' '*.cpp' '*.java' '*.proto' Makefile 'scripts/*' '.ci/*' |
+		grep -v '^fuzz/corpus/' > "$BATS_TEST_TMPDIR/files"
+	[ "$(lines "$BATS_TEST_TMPDIR/files")" -ge 250 ]
+	local f
+	while read -r f; do
+		[ -L "$TOP/$f" ] && continue
+		grep -q 'SPDX-License-Identifier: MIT$\|SPDX-License-Identifier: MIT \*/$' "$TOP/$f" || echo "no SPDX identifier: $f"
+	done < "$BATS_TEST_TMPDIR/files" > "$BATS_TEST_TMPDIR/missing"
+	cat "$BATS_TEST_TMPDIR/missing"
+	[ ! -s "$BATS_TEST_TMPDIR/missing" ]
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # Never lose a recording, never mislead (the rest of 091): the other files
 # the tools write (--kallsyms-out, --per-thread) are put in place whole or
 # not at all; a tool killed outright leaves no temporary; new files get

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # scripts/bench --quick: the benchmark harness keeps working.
 
 load helper

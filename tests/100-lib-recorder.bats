@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # libstackpulse's recorder: the examples (examples/profile-command.c,
 # examples/several-processes.c) against real processes, and the
 # recorder's functions used wrongly (tests/lib/api-recorder-misuse.c).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # libstackpulse's snapshots and tails: the stacks of a recording read
 # through the library (examples/own-symbolizer.c), the same from every
 # stage of the stream; a tail reading a recording while it is written

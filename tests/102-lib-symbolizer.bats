@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # libstackpulse's symbolizer: the examples (examples/symbolize-profile.c,
 # python-frames.c, kernel-frames.c, external-cache.c) against real
 # recordings, compared with what sp-unwind | sp-symbolize | sp-fold makes

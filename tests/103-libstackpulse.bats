@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
 # libstackpulse as a user gets it: installed by make install, found by
 # pkg-config, exporting exactly what its header declares, each function
 # with its section-3 page.

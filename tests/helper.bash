@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Shared set-up of the bats tests.  SP_BUILD names the build to test
 # (build, or build/san for the sanitizer build).
 #

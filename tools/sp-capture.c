@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-capture: samples running processes, or a command it launches, with
  * perf_event_open, and writes the raw stackpulse stream: registers, the
  * used part of a copy of the user stack and the kernel callchain of every

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-cat: shows any stackpulse stream as JSON lines, one record a line,
  * and with --from-json turns such lines back into the exact stream.
  */

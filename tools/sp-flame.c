@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-flame: draws folded stacks, sp-fold's or any other tool's, as one
  * self-contained interactive SVG: a flame graph, an icicle graph, or a
  * differential flame graph of two profiles.  The drawing is the fold

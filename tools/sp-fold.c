@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-fold: aggregates the samples of a symbolized stackpulse stream into
  * folded stacks, "root;...;leaf COUNT" a line, as flamegraph.pl,
  * inferno, speedscope and the Firefox Profiler read them; the process

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-import: reads a perf.data file (perf record's output, in file mode,
  * or in pipe mode from 'perf record -o -') and writes the raw stream, so
  * that an existing recording runs through sp-unwind, sp-symbolize and

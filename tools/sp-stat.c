@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-stat: says what happened in a recording, at any stage: the host and
  * options, the counters of the capture summary, how unwinding and
  * symbolization went, and a diagnosis that names the exact option to

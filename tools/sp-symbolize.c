@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-symbolize: names the frames of an unwound stackpulse stream:
  * functions, inline frames and source lines from ELF and DWARF files
  * (found by build-id, .gnu_debuglink or debuginfod), kernel functions

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-top: the profiler's top.  It reads a symbolized stackpulse stream
  * (standard input, a file, or a file still being written) or runs
  * sp-capture | sp-unwind | sp-symbolize itself on a process or a command,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sp-unwind: turns each raw sample's registers and stack copy into a
  * stack of frames by DWARF CFI, against the mappings the stream recorded
  * for its process at its time, and writes the unwound stream: interned

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Tool helpers (see tool.h). */
 #include <errno.h>
 #include <fcntl.h>

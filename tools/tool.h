@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Tool helpers: messages, exit statuses, number parsing, allocation that
  * dies on failure, opening inputs and outputs.  Unlike the core
  * (stream.h, record.h, json.h) these may print and exit.

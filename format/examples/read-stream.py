@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Reads a stackpulse stream with nothing but the msgpack module.
 
 An example consumer built on format/sp_stream.py (the reader beside the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * libstackpulse's error codes: one table for the library and its public
  * API.  A function that fails returns -1 (or NULL) and leaves the code and
  * a message with the particulars for sp_errno() and sp_errmsg(-1), in the

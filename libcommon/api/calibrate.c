@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The calibration of sp-capture --stack-size auto (internal.h): the
  * recording's first records are written into a memory file, then copied
  * to the output, which the recorder's descriptor is made to point at;

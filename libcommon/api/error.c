@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The public API's own entry points that belong to no handle: the
  * library's version.  (sp_errno() and sp_errmsg() are util/error.c's.)
  */

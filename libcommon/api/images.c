@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The exact images a file-backed recorder keeps for its tail
  * (internal.h): a descriptor on each file with a build-id the targets
  * map, opened as the recorder writes its map record, and a private

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The recorder's side of the exact images (internal.h: struct
  * sp_images): made with the recorder, fed by the capture layer's
  * on_module hook (capture/recorder.h), handed to the tail.

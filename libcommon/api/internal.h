@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * libstackpulse's public API (include/stackpulse.h): how its files divide
  * the work, and the structures they share.  Private to the api layer.
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * struct sp_options: the recording options a recorder is created with,
  * checked as they are set, and turned into the capture layer's options
  * (capture/recorder.h) when the recorder is made.  Also the names of

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * struct sp_recorder: the public recorder over the capture layer's
  * (capture/recorder.h).  It adds the states the public API promises
  * (attach before the start, the start at the first poll, nothing but the

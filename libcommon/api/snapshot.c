@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * struct sp_snapshot: a finished stream of any stage, read in batches
  * (source.c), and the accessors of the batches and stacks it and a tail
  * hand out.

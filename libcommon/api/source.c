@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * What a snapshot and a tail share: reading a stream record by record,
  * unwinding the stacks of raw segments, and cutting batches of records
  * and the stacks of their samples (internal.h, struct sp_batch).

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The public symbolizer (include/stackpulse.h): its options, which are
  * sp-symbolize's (sym/search.h), and struct sp_symbolizer over the
  * stream symbolizer of sym/symbolizer.h (sp_namer).

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * struct sp_tail: a stream read while it is written, in batches of what
  * is complete (source.c, following), from a path or from a file-backed
  * recorder, whose images it takes over.

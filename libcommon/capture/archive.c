@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The archive of exact files (see archive.h). */
 #include <errno.h>
 #include <fcntl.h>

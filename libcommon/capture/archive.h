@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * An archive of the exact files a recording needs, in build-id layout:
  * DIR/.build-id/xx/rest (the module), DIR/.build-id/xx/rest.debug (its
  * separate debug file), DIR/perf-maps/perf-PID-START.map,

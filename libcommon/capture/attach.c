@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Targets (internal.h): attaching to running processes (events first,
  * then their state read from /proc; stopped with SIGSTOP meanwhile only
  * when told to), launching a command held before exec until the events

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Perf events (internal.h): one event per (thread, CPU) for each event
  * of -e (cpu-clock by default), because the kernel refuses mmap() of an
  * inherited per-task event with cpu == -1.  Each event is redirected into its CPU's ring (ring.c).

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Event names (capture/recorder.h): what -e accepts, turned into the
  * type and config of a perf_event_attr.  A tracepoint's config is its
  * id, read from tracefs where it is mounted.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The recorder's internals, shared by the files of the capture layer and
  * by nothing else (the public surface is capture/recorder.h).
  *

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * jitdump files (internal.h): a process that maps a file named
  * jit-PID.dump executable announces that it writes its JIT's code loads
  * there.  The recorder opens the file once, when it sees the mapping,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Off-CPU time (internal.h): with --off-cpu, the context-switches event
  * samples a thread as it leaves the CPU, and the switch records of the
  * same event say when it left and when it came back.  The queue writes

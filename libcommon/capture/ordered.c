@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The queue (internal.h): records converted from every ring, written
  * in time order.  The kernel orders the records of one ring, not those of
  * different CPUs, and a sample must follow the mmap or fork that explains

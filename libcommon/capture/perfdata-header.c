@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * perf.data import (perfdata-int.h): the event attributes and their ids,
  * the feature sections, the file-mode header that locates them, and the
  * stream's header and the recorder made from what they say.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The files of the perf.data import (perfdata.h), and nothing else:
  *
  *   perfdata.c          the input, the loop over records, the handle

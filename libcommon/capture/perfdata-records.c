@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * perf.data import (perfdata-int.h): each kernel record rewritten into the
  * layout the capture layer's converters read from a ring (ring.c,
  * sample.c), then handed to them: a sample with TID, TIME, CPU, PERIOD,

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * perf.data import (perfdata.h, perfdata-int.h): the input and the loop
  * over its records.  The layout read is perf's
  * (tools/perf/Documentation/perf.data-file-format.txt): in file mode a

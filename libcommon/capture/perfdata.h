@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Importing a perf.data file (perf record's output, file or pipe mode)
  * into the raw stream.  The kernel records it holds are the ones
  * sp-capture reads from its rings: each is put in the layout the

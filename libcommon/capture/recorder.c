@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The recorder (recorder.h): the handle, the header, the polling loop and
  * the summary.  How the work is divided among the layer's files, and the
  * rules they share, is told in internal.h.

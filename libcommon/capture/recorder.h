@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The recorder: samples processes with perf_event_open and writes the raw
  * stream (format/sp-stream.md).  Functions return 0 or -1 and keep the
  * message on the handle (sp_capture_error()); nothing prints.  The

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Ring buffers (internal.h): one per CPU, shared by every event of
  * that CPU through PERF_EVENT_IOC_SET_OUTPUT.  A drain copies each
  * complete record out of each ring and converts it into a queued record

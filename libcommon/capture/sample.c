@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Samples (internal.h): a PERF_RECORD_SAMPLE is checked and kept in
  * the queue as it came; when its turn comes it is written as a sample
  * record whose stack copy shares its tail with the thread's previous one

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Synthesized records (internal.h): what a process already was when
  * the recording began, read from /proc (process, thread and map records,
  * as perf's synthetic events), and the records both this path and the

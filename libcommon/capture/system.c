@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * System-wide recording (internal.h), as perf record -a: one event per
  * chosen CPU for every task (pid -1), so the kernel reports the fork,
  * comm, exec and mmap of every process from then on; what every process

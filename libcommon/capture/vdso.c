@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The vDSO in the stream (internal.h): the kernel's image is no file on
  * disk, so a consumer on another host can unwind through it and name its
  * functions only from a copy in the stream.  Each process's [vdso]

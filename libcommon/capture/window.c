@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The stack window changed during a recording (sp-capture --stack-size
  * auto): the kernel fixes an event's sample_stack_user when it opens
  * it, so every sampling event is closed and opened again with the new

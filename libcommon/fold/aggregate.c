@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Aggregation: the distinct display frames, the distinct stacks of them,
  * the threads and the per-(thread, stack) counts that every output is
  * made from (see internal.h).

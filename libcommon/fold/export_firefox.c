@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The Firefox Profiler exporter (see fold.h): the profiler's "processed
  * profile" JSON, version FX_VERSION (meta.preprocessedProfileVersion), the
  * version samply writes; the profiler upgrades it to its own on loading.

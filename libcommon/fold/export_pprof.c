@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The pprof exporter (see fold.h): the folded view as a gzip-compressed
  * perftools.profiles.Profile (github.com/google/pprof, proto/profile.proto).
  * The protobuf encoding is written by hand, as Go's runtime/pprof does: the

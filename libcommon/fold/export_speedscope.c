@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The speedscope exporter (see fold.h): speedscope's JSON file format
  * (https://www.speedscope.app/file-format-schema.json).  Each thread has
  * two profiles: a "sampled" one, its samples in time order weighted in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Which samples count: sp-fold's --only-pid, --only-tid, --only-comm, --from and --to. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The self-test, added to the script by sp-flame --self-test for the test
    suite alone.  With #selftest[&zoom=NAME][&search=REGEX] in the URL it
    hovers, clicks, searches and resets as a user would, through the same

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Flame graphs (flame.h): the layout of the merged tree (flame_tree.c)
  * and the SVG, whose script and style sheet are flame.js and flame.css
  * (and flame-selftest.js for the test suite), compiled in.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Flame graphs: folded stacks ("root;...;leaf COUNT" lines, sp-fold's or
  * any stackcollapse tool's, or the "STACK BEFORE AFTER" lines of
  * difffolded.pl) merged into one tree and drawn as one self-contained

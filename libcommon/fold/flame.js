@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Each frame is a g element of class f in #frames, holding a title, a
    rect and a text; data-x and data-w are its start and width in samples,
    data-d its depth, data-n its samples when that differs from data-w. */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The inside of a flame graph (flame.h), shared by flame_tree.c (the
  * merged tree and the reading of folded text) and flame.c (the layout
  * and the SVG).  Not part of the library's interface.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The merged tree of a flame graph (flame.h): folded text read line by
  * line, each stack merged into a tree with a node for each distinct
  * prefix, each frame name stored once.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Folding samples into stacks (see fold.h): the records of a stream, and
  * the definitions of the current segment (modules, frames, stacks,
  * process and thread names) that samples refer to.  What outlives a

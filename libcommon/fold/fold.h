@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Folding: the aggregation behind sp-fold.  Records of a symbolized (or
  * unwound) stream go in (fold.c); distinct display frames, distinct
  * stacks of them and per-thread counts come out (aggregate.c), for the

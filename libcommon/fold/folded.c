@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The outputs of a folding handle: the folded text ("root;frame;...;leaf
  * COUNT" a line, sorted, equal lines merged), the per-thread folded files,
  * and the view the pprof and speedscope exporters read.

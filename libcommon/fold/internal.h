@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The insides of a folding handle, shared by the files of the fold layer:
  * fold.c reads records and keeps the current segment's definitions,
  * aggregate.c keeps the tables of display frames, stacks, threads and

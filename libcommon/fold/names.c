@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* How the outputs spell names (see internal.h). */
 #include <stdio.h>
 

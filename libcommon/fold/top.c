@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Top-N reports (fold.h): self and total samples per function, or per
  * caller of one function, over the counts of a folded view, each count
  * weighed as the caller says (a sliding window is a difference of

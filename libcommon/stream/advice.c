@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Findings and their fixes, worded once for every tool (see advice.h).
  */
 #include <inttypes.h>

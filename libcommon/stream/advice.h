@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Findings: what went wrong in a recording and the change that fixes
  * it, in one set of words.  A tool that warns of a finding and sp-stat,
  * which lists it, both take the text from here, so that a user who

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Building header records (see header.h). */
 #include <stdio.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Building header records: the recording host's identity, and the
  * header a tool writes for a stream it has transformed.  Core layer.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The jitdump reader (jitdump.h): whole records out of a file fed in
  * pieces, in either byte order, each record's sizes checked against its
  * fields before anything is read from it.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The jitdump reader: the file format JIT compilers write for `perf
  * inject --jit` (the Linux kernel's
  * tools/perf/Documentation/jitdump-specification.txt).  A file is a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * JSON rendering of MessagePack values (format/sp-stream.md, "JSON
  * rendering"); json_parse.c is its exact inverse.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The JSON rendering of stream records (format/sp-stream.md, "JSON
  * rendering", in json.c) and its exact inverse (json_parse.c).  The
  * string escaping and UTF-8 validation they share with the other JSON

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Parsing JSON lines back into MessagePack (see json.h): the exact
  * inverse of sp_json_render(), special objects ($bin, $strb, $f32, $f64,
  * $ext, $map) included.

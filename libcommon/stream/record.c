@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Record types, the schema, and typed access to record values. */
 #include <string.h>
 

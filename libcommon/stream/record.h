@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Record types, their keys, and typed access to a record's values.
  *
  * SP_RECORD_TYPES and SP_RECORD_KEYS are the format's schema in one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The writers of the recorder's records (records.h). */
 #include <string.h>
 

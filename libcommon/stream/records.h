@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The writers of the records the stages make, one per record type,
  * beside the schema (record.h) and the spec (format/sp-stream.md): each
  * takes a struct holding the record's values and writes the map, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Telling a stream from the files mistaken for one (see sniff.h). */
 #include <string.h>
 

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * What a file that a tool was given as a stream looks like, from its
  * first bytes: a stream, or one of the files people hand a profiler by
  * mistake (perf.data, a compressed stream, JSON lines, a program).

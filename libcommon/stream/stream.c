@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The stream reader (see stream.h and format/sp-stream.md). */
 #include <ctype.h>
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The stackpulse stream: a reader and a writer for the sequence of
  * MessagePack maps described in format/sp-stream.md.
  *

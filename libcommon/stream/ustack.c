@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Stack copies and their shared tails (ustack.h). */
 #include <stdbool.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The user stack copy of a raw sample, and its tail sharing: the keys
  * "ustack" and "ustack_shared" of the sample record (format/sp-stream.md,
  * "sample").

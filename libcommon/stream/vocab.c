@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Names and descriptions of the stream's shared vocabulary. */
 #include "stream/vocab.h"
 

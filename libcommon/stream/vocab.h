@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The shared vocabulary of the stream: error kinds, stages, frame flags
  * and the reasons a stack ends, each with its stable name.  Every stage
  * and every exporter takes these from here; format/sp-stream.md

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The stream writer and the self-counting map writer (see stream.h). */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ELF and DWARF symbolization of one module (see elfsym.h). */
 #include <dwarf.h>
 #include <elfutils/libdw.h>

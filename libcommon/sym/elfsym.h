@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Names, inline frames and lines for addresses of one ELF module, with
  * libdwfl finding its separate debug file (build-id directories,
  * .gnu_debuglink, debuginfod when DEBUGINFOD_URLS is set) and reading

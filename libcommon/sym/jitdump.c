@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* JIT names from a stream's jitdump records (see jitdump.h). */
 #include <inttypes.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * JIT names from the jitdump records of a stream: one reader per
  * process and file, fed the records' bytes in stream order, and per
  * process the code its loads and moves describe so far, with the line

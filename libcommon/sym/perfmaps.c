@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Perf maps and the rules for trusting them (see perfmaps.h). */
 #include <fcntl.h>
 #include <stdio.h>

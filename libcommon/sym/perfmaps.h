@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The perf maps of a stream's processes (perf-PID.map, written by JIT
  * runtimes), and the rules for trusting one: a map is read only through
  * a descriptor that was checked to be a regular file, not reached

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The symbolizer's settings from command-line options (see search.h). */
 #include <errno.h>
 #include <stdlib.h>

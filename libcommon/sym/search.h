@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The symbolizer's settings: where it looks for module files, debug
  * files, kernel names and perf maps, and what it produces.  In the manner
  * of libdwfl's dwfl_standard_argp, the options are the library's own: a

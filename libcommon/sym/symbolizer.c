@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Naming the frames of an unwound stream (see symbolizer.h). */
 #include <elfutils/debuginfod.h>
 #include <errno.h>

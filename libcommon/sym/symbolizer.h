@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Naming the frames of an unwound stream: a symbolizer follows the
  * stream's segments, modules and processes, interns each distinct frame
  * once per segment, and resolves it from the source its kind calls for:

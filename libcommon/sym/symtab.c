@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Address-sorted symbol tables (see symtab.h). */
 #include <ctype.h>
 #include <errno.h>

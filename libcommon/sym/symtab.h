@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Address-sorted symbol tables, built once and searched by bisection:
  * for ELF symbols, a saved kallsyms, and JIT perf maps.  The sym layer.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Process address spaces from stream records (see addrspace.h).
  *
  * Processes are kept in a table keyed by pid, with the one found last

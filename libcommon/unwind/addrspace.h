@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Address spaces as a stream describes them: each process's executable
  * mappings, kept from process, map, fork, exec and exit records, so that
  * each sample is interpreted against what was mapped at its time.

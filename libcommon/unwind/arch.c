@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Choosing an architecture backend for a stream (see arch.h). */
 #include <string.h>
 

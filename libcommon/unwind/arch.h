@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Architecture backends of the unwinder, in the manner of elfutils'
  * backends/ and perf's arch/: what the DWARF CFI engine (unwind.c) and
  * the frame-pointer walk need to know about one instruction set, as data

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Compiled CFI rules and their cache.
  *
  * libdw interprets the CFI of an address once (dwarf_cfi_addrframe); the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The header of an .eh_frame_hdr section (LSB, "Exception Frame Header"):
  * where its sorted table of FDEs starts and how many entries it has, and
  * whether that table can be trusted (see ehhdr.h).  Bytes from a module's

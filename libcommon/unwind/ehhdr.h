@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * What stackpulse reads of a module's unwind sections itself, with no
  * unwinding library: the binary-search table of .eh_frame_hdr (for the
  * libunwind engine, and for the function starts that name the frames of

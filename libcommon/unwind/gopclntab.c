@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Reading Go's .gopclntab (see gopclntab.h).  Every offset the table
  * holds is checked against the bytes it points into before it is
  * followed, so a damaged or hostile table gives "no function", never a

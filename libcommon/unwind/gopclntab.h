@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Go's function table, .gopclntab: the names, extents, file:line tables
  * and inlining trees that every Go binary keeps for the runtime's own
  * tracebacks, even when built with -ldflags="-s -w" (no .symtab, no

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * What the unwinder's files share and nobody else sees: the state hung
  * on a module (its ELF file, its CFI and the cache of compiled rules),
  * the compiled rule, and the stack copy frames are read from.

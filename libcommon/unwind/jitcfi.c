@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unwinding information of JIT code, from a stream's jitdump records.
  *
  * A jitdump's unwinding-info record holds an .eh_frame and its

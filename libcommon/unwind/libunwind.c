@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The libunwind engine (libunwind.h): one remote address space of
  * libunwind per engine, whose accessors serve a sample's registers, its
  * stack copy, and the bytes of the modules' files through the recorded

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * A second unwinding engine: libunwind's remote API over the same
  * inputs as sp_unwind() (unwind.h), the sample's registers, its stack
  * copy and the modules' files, so that sp-unwind --engine=libunwind can

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The files behind mapped objects: found by build-id (util/modfile.h),
  * opened once with libelf and libdw, their PT_LOAD headers and CFI kept
  * on the object for the rest of the segment.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The unwinding stage (stage.h): raw samples to interned stacks, the
  * module records they need, and the unwind record before the summary.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The unwinding stage: a raw stream's records in, the unwound stream's
  * records out to a writer (format/sp-stream.md, SEGMENTS AND STAGES).
  * Each raw sample becomes its kernel frames and the user frames unwound

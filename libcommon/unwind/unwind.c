@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Offline DWARF CFI unwinding (see unwind.h): the frame loop, the
  * application of a compiled rule (cfi.c) to one frame's registers, and
  * the fallbacks where no CFI covers an address (a frame-pointer step and

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Offline unwinding of user stacks: DWARF CFI (.eh_frame and
  * .debug_frame, read with libdw) over a copy of the stack, with a
  * per-module cache of compiled rules so that a frame seen before costs a

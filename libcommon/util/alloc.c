@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Growing arrays (alloc.h). */
 #include <errno.h>
 #include <stdint.h>

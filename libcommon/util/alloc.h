@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Growing arrays, in the manner of git's ALLOC_GROW: the one way the
  * library makes room in an array.
  *

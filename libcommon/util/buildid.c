@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading GNU build-id notes with elfutils (see buildid.h). */
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading the GNU build-id note of an ELF file, and finding its sections.  The util layer. */
 #ifndef SP_BUILDID_H
 #define SP_BUILDID_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The error convention (error.h). */
 #include <errno.h>
 #include <stdarg.h>

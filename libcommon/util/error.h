@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The library's one error convention, after elfutils' libdwflP.h: a
  * code from one table (a new kind is one line of SP_ERRORS) and, on the
  * handle that failed, a message with the particulars.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Hash maps (hashmap.h). */
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Hash maps: the two the library needs, instead of a table per file.
  *
  * struct sp_u64map maps a uint64_t key (a pid, an address, an id) to a

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * A JSON writer over a struct sp_buf, in the manner of git's
  * json-writer.h: the caller says what comes (object, key, value) and the
  * writer puts the commas, quotes and escapes.  Strings go through

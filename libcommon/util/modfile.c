@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Finding module files (see modfile.h). */
 #include <elf.h>
 #include <errno.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Finding the file of a recorded module: in build-id directories, under a
  * root, at its recorded path; a file is used only when its build-id is
  * the recorded one.  The util layer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Reading process state from /proc (see procfs.h). */
 #include <ctype.h>
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Reading /proc and /sys: a process's state, and the kernel settings that
  * govern perf events.  The library's one /proc reader: functions return
  * 0 or -1 with errno set, and never print.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Processes in containers (see procns.h). */
 #include <errno.h>
 #include <fcntl.h>

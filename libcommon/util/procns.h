@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Processes in containers: whether a process has a mount namespace of
  * its own, its pid in its own PID namespace, and opening a file by the
  * path the process sees (through /proc/PID/root).  The util layer.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Binary search over sorted arrays, written once.
  *
  *	size_t k = SP_PARTITION_POINT(n, i, v[i].start <= addr);

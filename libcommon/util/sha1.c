@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * SHA-1 for content identities of files without a build-id, by nettle
  * (about nine times as fast as the plain C one this replaced, and already
  * in the process through libdebuginfod).

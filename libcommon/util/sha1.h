@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * SHA-1 of a file's contents: the identity of a module that has no
  * build-id (format/sp-stream.md, "content_id").  Core layer.  The hashing
  * is nettle's, the library libdebuginfod already loads.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The growable byte buffer (strbuf.h). */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * A growable byte buffer, the one the library builds text in (in the
  * manner of git's strbuf.h, with out-of-memory kept instead of fatal).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* UTF-8 validation and JSON string escaping (utf8.h). */
 #include <stdint.h>
 #include <stdio.h>

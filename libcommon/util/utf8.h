@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * UTF-8 validation and JSON string escaping: the one validator and the
  * one escaper of the library.
  */

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * A program that uses libstackpulse as an outside project would: it
  * includes <stackpulse.h> only and is built with what pkg-config says
  * (tests/103-libstackpulse.bats).  It prints the library's version, the

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * api-recorder-images: a tail taken from a file-backed recorder reads the
  * files the targets mapped as they were sampled, even once they are
  * deleted; a tail opened on the same path afterwards has only the paths.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * api-recorder-misuse: every recorder and options function used wrongly
  * (a NULL handle, the wrong state, a bad value) must fail with its error
  * code and a message, never crash.  Prints "ok WHAT: MESSAGE" for each

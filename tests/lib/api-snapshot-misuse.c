@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * api-snapshot-misuse: snapshots, tails, batches and stacks used wrongly
  * or given bad input must fail with their error code and a message,
  * never crash.  Prints "ok WHAT: MESSAGE" for each check, "FAIL ..." for

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * api-symbolizer-caches: the internal stack cache against no cache.
  * Follows FILE while a recorder writes it, with two symbolizers of the
  * same tail: one keeps resolved stacks (SP_CACHE_INTERNAL), the other

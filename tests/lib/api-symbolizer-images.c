@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * api-symbolizer-images: a symbolizer of a tail taken from a recorder
  * names the functions of a file deleted while it was sampled, from the
  * image the recorder kept; a symbolizer of a tail opened on the path

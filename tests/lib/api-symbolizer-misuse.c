@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * api-symbolizer-misuse: the symbolizer's answers to bad use, each an
  * error code and a message, never a crash.  Given a recording FILE
  * (any stage), it prints "ok" or "FAIL" with each case, and exits 1 when

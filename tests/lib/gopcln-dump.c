@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * gopcln-dump: what sym/gopclntab.c reads of a Go binary's .gopclntab,
  * for tests/037-gopclntab.bats.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Folds the output of `perf script -F comm,tid,ip,sym,dso` the way sp-fold
 folds a stream by default: the process name as the root frame, then the
 frames from the outermost to the leaf, one line per stack with its number

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Prints the stacks of an unwound stackpulse stream as folded lines.
 
 A test helper independent of sp-symbolize: frames of ELF modules are named

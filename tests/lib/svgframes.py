@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Prints the frames of an sp-flame SVG, one a line, in document order.
 
 A test helper: it parses the SVG as XML (so a file that is not well-formed

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Reads symbolized streams (as sp-cat prints them, JSON lines on stdin or
 in files) for the tests of stripped modules.
 

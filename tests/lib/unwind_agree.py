@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Compares two unwindings of one raw stream, sample by sample.
 
     unwind_agree.py A.unw B.unw

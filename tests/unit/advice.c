@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * stream/advice: the findings' words, and which setting is named as
  * hiding /proc/kallsyms for each combination the kernel has.
  */

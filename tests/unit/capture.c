@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of the capture layer's queue: records converted out of time
  * order are written in time order, and a sample's stack copy shares its
  * tail with the copy written before it, not the one converted before it.

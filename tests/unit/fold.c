@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of the fold layer: aggregation of a few stacks into folded
  * lines, segments that define the same frames under other ids, and every
  * out-of-memory path of folding and writing, forced one growth at a time

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of sym/gopclntab.c on tables built here, one per layout
  * (Go 1.2, 1.16, 1.18, 1.20), in both byte orders and both pointer
  * sizes: three functions with names, file:line tables and one inlined

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The jitdump reader (stream/jitdump.h). */
 #include <byteswap.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of the JSON rendering of MessagePack values and its inverse
  * (stream/json.h): every value class renders as format/sp-stream.md
  * says and parses back to the same bytes; strings that are not UTF-8

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The unit-test driver: runs every test registered by SP_TEST() in the
  * tests/unit files linked into it, and prints TAP.
  */

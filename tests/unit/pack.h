@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Packing a key and its value in one call, for unit tests that build
  * records by hand with msgpack_pack_map() (the library itself writes
  * records with struct sp_mapw, which counts the keys).

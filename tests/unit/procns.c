@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of processes in containers (util/procns.h) and of finding a
  * module's file as a live process maps it (sp_modfile_open_proc).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the stream layer's writer: the self-counting map writer. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of the sym layer: address-sorted symbol tables (bisection,
  * the nearest-symbol extent rule, overlaps), kallsyms and perf-map
  * parsing, the symbolizer's settings from options, and the symbolizer

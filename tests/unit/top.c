@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of the top report (fold/top.c): self and total samples of a
  * recursive stack, the order of both sorts, the callers of a function,
  * the process and name filters, and weights that stand for a window.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * In-process unit tests of the library, in the spirit of git's
  * t/helper: one driver (build/unit/sp-unit) links every layer and runs
  * the tests of every .c file in tests/unit.

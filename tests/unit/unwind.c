@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of the unwind layer: the architecture backends' register
  * maps, the choice of a backend from a stream header, and the per-module
  * rule cache, on this very process's stack (x86_64 only).

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of stream/ustack.h: stack copies written with shared tails
  * ("ustack" + "ustack_shared") and rebuilt by the reader.
  */

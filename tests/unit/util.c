@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Unit tests of the toolkit: util/alloc, strbuf, hashmap, jsonw, utf8, error. */
 #include <errno.h>
 #include <stdint.h>

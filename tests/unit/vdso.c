@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Unit tests of the vDSO's image in a stream: the build-id of an image
  * in memory, and the address spaces hanging image records on the [vdso]
  * objects of their path and build-id, in either order.

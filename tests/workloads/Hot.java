@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Hot: a hot Java method called through two others, for a JVM run with
  * -XX:+PreserveFramePointer: main -> middle -> hot, until SECONDS have
  * passed.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * blocked: a service that waits, for attaching to without disturbing it.
  * One thread is blocked in read() on standard input (a pipe), one in
  * epoll_wait(), and one wakes every 10 ms for a short burst of CPU in

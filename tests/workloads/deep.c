@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * deep: a deep stack.  deep_recurse calls itself until there are DEPTH
  * frames of it, and the innermost one calls deep_leaf, which spins until
  * the time is up.  Nearly every sample has this stack, innermost last:

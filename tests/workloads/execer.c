@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * execer: a process that execs itself again and again.  Each image spins
  * in exec_spin for an equal share of the time and then, while N is above
  * 0, execs its own executable with N-1 and the seconds that remain, so

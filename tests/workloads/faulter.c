@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * faulter: a process that page-faults.  It maps fresh anonymous memory,
  * writes one byte in each page of it, and unmaps it, again and again, so
  * almost every page fault it takes has this stack:

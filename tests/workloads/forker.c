@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * forker: a parent that forks many short-lived children, one at a time.
  * Each child burns CPU and leaves with _exit(0); the parent burns CPU
  * while it runs and then reaps it.  Samples have these stacks:

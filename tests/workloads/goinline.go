@@ -37,3 +37,4 @@ func main() {
 	}
 	os.Exit(int(h & 0))
 }
+// SPDX-License-Identifier: MIT

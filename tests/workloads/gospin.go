@@ -59,3 +59,4 @@ func main() {
 	wg.Wait()
 	fmt.Println("gospin:", sums[0]^sums[1]^sums[2])
 }
+// SPDX-License-Identifier: MIT

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * halfsleep: a thread that spends half its wall-clock time computing and
  * half asleep, for off-CPU and wall-clock profiles.  Each 20-millisecond
  * period starts with computing until its 10th millisecond, in

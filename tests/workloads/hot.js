@@ -27,3 +27,4 @@ if (!(seconds >= 0)) {
   process.exit(3);
 }
 console.log(`hot: ${outer(seconds)}`);
+// SPDX-License-Identifier: MIT

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * inlined: a function inlined into its caller, for symbolization tests:
  * main -> outer_work, into which inner_step is inlined (always_inline);
  * the hot loop lies in inner_step's code.

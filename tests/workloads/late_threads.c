@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * late_threads: threads that appear after the process has started, as
  * they do when a profiler is already watching.  The main thread spins
  * alone for DELAY seconds, then starts THREADS threads, and all of them

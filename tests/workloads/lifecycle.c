@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * lifecycle: spends time where a process's life begins and ends, for the
  * unwinder's tests: in a child made by vfork before it execs, in main, and
  * in an atexit handler during exit.

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * manythreads: many threads alive at once, each of which burns a little
  * CPU, so that each one shows up in a profile, and then sleeps until the
  * end.  Samples on the CPU have this stack, innermost last:

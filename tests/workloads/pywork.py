@@ -57,3 +57,4 @@ def main(argv):
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
+# SPDX-License-Identifier: MIT

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sigwork: spends its time in a signal handler, so that samples have a
  * signal frame in their stacks: main -> main_loop, interrupted every
  * millisecond of CPU time by SIGPROF, whose handler on_prof calls

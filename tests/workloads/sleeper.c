@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * sleeper: a process that mostly sleeps, for attaching to and detaching
  * from with -p.  Every 10 milliseconds it wakes for a short burst of CPU
  * in sleeper_tick; samples on the CPU have this stack:

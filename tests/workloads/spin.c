@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * spin: the reference workload.  Every thread runs the same CPU-bound
  * call chain, so a sample taken in the math library has this stack,
  * innermost last, 16 frames from main to cos:

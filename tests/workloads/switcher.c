@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * switcher: two threads that hand a token back and forth through a pair
  * of pipes, for the cost of a context switch under a profiler.  Each
  * hand-off blocks the thread that passed the token in read() until the

@@ -37,3 +37,4 @@ int main(int argc, char **argv)
 	a.run(argc > 1 ? std::atof(argv[1]) : 1.0);
 	return 0;
 }
+// SPDX-License-Identifier: MIT

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * vdsoloop: spends its time in the vDSO, so that most samples have their
  * leaf in code that is no file on disk:
  *

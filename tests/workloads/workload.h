@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * workload.h: what the test workloads share.  Each workload is a program
  * of one file that the Makefile builds on its own, so the helpers here
  * are static and each program gets its own copy; the inline keeps the

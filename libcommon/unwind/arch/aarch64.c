@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The aarch64 backend: perf's register order (PERF_REG_ARM64_*: x0-x29,
  * lr, sp, pc) and the AAPCS64 DWARF numbering (x0-x30 are 0-30, sp is
  * 31).  The return-address column is x30, the link register; pc has no

@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * The x86_64 backend: perf's register order (PERF_REG_X86_*, without the
  * flags and segment registers) and the System V DWARF numbering, where
  * column 16 is the return address.  [rbp] holds the caller's rbp and

@@ -45,3 +45,4 @@ func main() {
 	}
 	gowork(time.Now().Add(time.Duration(s * float64(time.Second))))
 }
+// SPDX-License-Identifier: MIT

@@ -138,3 +138,4 @@ fn main() {
 	}
 	println!("{}", s);
 }
+// SPDX-License-Identifier: MIT

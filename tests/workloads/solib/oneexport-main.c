@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * Calls the one exported function of liboneexport.so until SECONDS (the
  * first argument, default 2) have passed.
  */

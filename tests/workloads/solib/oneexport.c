@@ -1,4 +1,4 @@
-/*
+/* SPDX-License-Identifier: MIT
  * A shared library that exports one function, one_export, which calls
  * two static functions; stripped, only .dynsym names anything in it.
  * Right after one_export stands one_marker, a function symbol without a
