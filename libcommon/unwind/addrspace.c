@@ -3,7 +3,8 @@
  *
  * Processes are kept in a table keyed by pid, with the one found last
  * tried first, as a stack's frames all ask for one process; each holds
- * its mappings sorted by start, with the one found last tried first.
+ * its mappings sorted by start, in chunks, with the one found last tried
+ * first.
  * Objects are kept once per identity (path, build-id and, for anonymous
  * memory, pid) in a hash map, and in creation order in an array.
  * Images of objects that are no file (the vDSO) are kept by path and
@@ -18,11 +19,25 @@
 #include "unwind/internal.h"
 #include "util/search.h"
 
+/*
+ * A process's mappings, sorted by start and disjoint, in chunks of at
+ * most CHUNK: a mapping is inserted by moving at most a chunk's worth of
+ * mappings, wherever it goes (a JIT's code pages come at falling
+ * addresses, each below the others), and a chunk that fills is split.
+ */
+#define CHUNK 128
+
+struct chunk {
+	size_t n;		/* 1 to CHUNK */
+	struct sp_mapping m[CHUNK];
+};
+
 struct proc {
 	uint32_t pid;
-	struct sp_mapping *maps;	/* sorted by start, not overlapping */
-	size_t nmaps, allocmaps;
-	size_t last;		/* the mapping found last, tried first */
+	struct chunk **ch;	/* in address order, none empty */
+	size_t nch, allocch;
+	size_t nmaps;
+	const struct sp_mapping *last;	/* the mapping found last, tried first; NULL */
 };
 
 /* An object with its entry in the identity map. */
@@ -110,10 +125,20 @@ static void free_images(struct sp_addrspaces *a)
 	a->nimages = 0;
 }
 
+static void proc_clear(struct proc *p)
+{
+	for (size_t c = 0; c < p->nch; c++)
+		free(p->ch[c]);
+	p->nch = 0;
+	p->nmaps = 0;
+	p->last = NULL;
+}
+
 static void proc_free(void *v)
 {
 	struct proc *p = v;
-	free(p->maps);
+	proc_clear(p);
+	free(p->ch);
 	free(p);
 }
 
@@ -158,8 +183,7 @@ static void proc_remove(struct sp_addrspaces *a, struct proc *p)
 	sp_u64map_remove(&a->procs, p->pid);
 	if (a->lastp == p)
 		a->lastp = NULL;
-	free(p->maps);
-	free(p);
+	proc_free(p);
 }
 
 static struct proc *proc_get(struct sp_addrspaces *a, uint32_t pid)
@@ -175,12 +199,6 @@ static struct proc *proc_get(struct sp_addrspaces *a, uint32_t pid)
 		return NULL;
 	}
 	return p;
-}
-
-static void proc_clear(struct proc *p)
-{
-	p->nmaps = 0;
-	p->last = 0;
 }
 
 /* Whether an image is the one of an object of this identity. */
@@ -245,41 +263,126 @@ static bool path_is_anon(const char *p, size_t n)
 	       (n >= 9 && memcmp(p, "/dev/zero", 9) == 0);
 }
 
+/* Where the first mapping ending above addr is: chunk *c, index *i (c == nch: none). */
+static void locate(const struct proc *p, uint64_t addr, size_t *c, size_t *i)
+{
+	*c = SP_PARTITION_POINT(p->nch, k, p->ch[k]->m[p->ch[k]->n - 1].end <= addr);
+	*i = *c < p->nch ? SP_PARTITION_POINT(p->ch[*c]->n, k, p->ch[*c]->m[k].end <= addr) : 0;
+}
+
+/* Removes the mapping at (c, i); (c, i) is then where the next one is. */
+static void remove_at(struct proc *p, size_t *c, size_t *i)
+{
+	struct chunk *ch = p->ch[*c];
+	memmove(ch->m + *i, ch->m + *i + 1, (ch->n - *i - 1) * sizeof(*ch->m));
+	ch->n--;
+	p->nmaps--;
+	if (ch->n == 0) {
+		free(ch);
+		memmove(p->ch + *c, p->ch + *c + 1, (p->nch - *c - 1) * sizeof(*p->ch));
+		p->nch--;
+		*i = 0;
+	} else if (*i == ch->n) {
+		++*c;
+		*i = 0;
+	}
+}
+
 /*
- * Inserts m, cutting away what it overlaps of older mappings: the ones it
- * overlaps are found by bisection and replaced, with the parts of the
- * first and last that stick out, in one move of the mappings after them.
- * A mapping added above the others (as /proc lists them) or put in the
- * place of one moves nothing, so a process's n mappings cost O(n log n),
- * not O(n^2); one added below k others moves those k.
+ * Inserts x before what is at (c, i) (c == nch: after the last), splitting
+ * a full chunk; (c, i) is then just after x.  -1 when memory runs out.
+ */
+static int insert_at(struct proc *p, size_t *c, size_t *i, struct sp_mapping x)
+{
+	if (*c == p->nch && p->nch > 0) {
+		/* After the last: at the end of the last chunk. */
+		--*c;
+		*i = p->ch[*c]->n;
+	}
+	if (p->nch == 0 || p->ch[*c]->n == CHUNK) {
+		if (SP_ALLOC_GROW(p->ch, p->nch + 1, p->allocch) < 0)
+			return -1;
+		struct chunk *nc = malloc(sizeof(*nc));
+		if (!nc)
+			return -1;
+		nc->n = 0;
+		if (p->nch == 0) {
+			p->ch[p->nch++] = nc;
+			*c = *i = 0;
+		} else if (*i == CHUNK || *i == 0) {
+			/*
+			 * Above or below a full chunk (as /proc lists mappings, as
+			 * a JIT maps its pages): a chunk of its own, so that
+			 * chunks filled in order stay full.
+			 */
+			size_t at = *i ? *c + 1 : *c;
+			memmove(p->ch + at + 1, p->ch + at, (p->nch - at) * sizeof(*p->ch));
+			p->ch[at] = nc;
+			p->nch++;
+			*c = at;
+			*i = 0;
+		} else {
+			/* Split: the upper half moves to a new chunk after this one. */
+			struct chunk *old = p->ch[*c];
+			nc->n = CHUNK / 2;
+			memcpy(nc->m, old->m + CHUNK - CHUNK / 2, nc->n * sizeof(*nc->m));
+			old->n = CHUNK - CHUNK / 2;
+			memmove(p->ch + *c + 2, p->ch + *c + 1, (p->nch - *c - 1) * sizeof(*p->ch));
+			p->ch[*c + 1] = nc;
+			p->nch++;
+			if (*i > old->n) {
+				*i -= old->n;
+				++*c;
+			}
+		}
+	}
+	struct chunk *ch = p->ch[*c];
+	memmove(ch->m + *i + 1, ch->m + *i, (ch->n - *i) * sizeof(*ch->m));
+	ch->m[*i] = x;
+	ch->n++;
+	p->nmaps++;
+	++*i;
+	return 0;
+}
+
+/*
+ * Inserts m, cutting away what it overlaps of older mappings: those are
+ * removed, and the parts of the first and last that stick out go back in
+ * around m.  Each step moves at most a chunk of mappings, so n mappings
+ * cost O(n log n) in whatever order they come.
  */
 static int map_insert(struct proc *p, struct sp_mapping m)
 {
-	if (SP_ALLOC_GROW(p->maps, p->nmaps + 2, p->allocmaps) < 0)
-		return -1;
-	/* [i, j): the mappings m overlaps, sorted and disjoint as they are. */
-	size_t i = SP_PARTITION_POINT(p->nmaps, k, p->maps[k].end <= m.start), j = i;
+	size_t c, i;
 	struct sp_mapping put[3];
 	size_t nput = 0;
-	if (j < p->nmaps && p->maps[j].start < m.start && p->maps[j].end > m.start) {
-		put[nput] = p->maps[j];
-		put[nput++].end = m.start;
+	p->last = NULL;
+	locate(p, m.start, &c, &i);
+	struct sp_mapping left = { 0 }, right = { 0 };
+	bool have_left = false, have_right = false;
+	while (c < p->nch && p->ch[c]->m[i].start < m.end) {
+		struct sp_mapping o = p->ch[c]->m[i];
+		if (o.start < m.start) {
+			left = o;
+			left.end = m.start;
+			have_left = true;
+		}
+		if (o.end > m.end) {
+			right = o;
+			right.pgoff += m.end - o.start;
+			right.start = m.end;
+			have_right = true;
+		}
+		remove_at(p, &c, &i);
 	}
+	if (have_left)
+		put[nput++] = left;
 	put[nput++] = m;
-	while (j < p->nmaps && p->maps[j].start < m.end)
-		j++;
-	if (j > i && p->maps[j - 1].end > m.end) {
-		struct sp_mapping right = p->maps[j - 1];
-		right.pgoff += m.end - right.start;
-		right.start = m.end;
+	if (have_right)
 		put[nput++] = right;
-	}
-	/* A mapping replaced by as many (a remap in place) moves nothing either. */
-	if (nput != j - i)
-		memmove(p->maps + i + nput, p->maps + j, (p->nmaps - j) * sizeof(*p->maps));
-	memcpy(p->maps + i, put, nput * sizeof(*put));
-	p->nmaps = p->nmaps - (j - i) + nput;
-	p->last = 0;
+	for (size_t k = 0; k < nput; k++)
+		if (insert_at(p, &c, &i, put[k]) < 0)
+			return -1;
 	return 0;
 }
 
@@ -384,10 +487,15 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 		if (!child)
 			return -1;
 		proc_clear(child);
-		if (parent && parent->nmaps) {
-			if (SP_ALLOC_GROW(child->maps, parent->nmaps, child->allocmaps) < 0)
+		if (parent && parent->nch) {
+			if (SP_ALLOC_GROW(child->ch, parent->nch, child->allocch) < 0)
 				return -1;
-			memcpy(child->maps, parent->maps, parent->nmaps * sizeof(*child->maps));
+			for (size_t c = 0; c < parent->nch; c++) {
+				if (!(child->ch[c] = malloc(sizeof(*child->ch[c]))))
+					return -1;
+				memcpy(child->ch[c], parent->ch[c], sizeof(*child->ch[c]));
+				child->nch = c + 1;
+			}
 			child->nmaps = parent->nmaps;
 		}
 		return 0;
@@ -414,13 +522,12 @@ const struct sp_mapping *sp_addrspaces_find(struct sp_addrspaces *a,
 	struct proc *p = proc_find(a, pid);
 	if (!p || !p->nmaps)
 		return NULL;
-	if (p->last < p->nmaps && addr >= p->maps[p->last].start && addr < p->maps[p->last].end)
-		return &p->maps[p->last];
-	size_t lo = SP_PARTITION_POINT(p->nmaps, i, p->maps[i].end <= addr);
-	if (lo < p->nmaps && addr >= p->maps[lo].start) {
-		p->last = lo;
-		return &p->maps[lo];
-	}
+	if (p->last && addr >= p->last->start && addr < p->last->end)
+		return p->last;
+	size_t c, i;
+	locate(p, addr, &c, &i);
+	if (c < p->nch && addr >= p->ch[c]->m[i].start)
+		return p->last = &p->ch[c]->m[i];
 	return NULL;
 }
 

@@ -793,12 +793,23 @@ static int apply_map(struct sp_addrspaces *a, uint32_t pid, uint64_t start, uint
  * each, every page maps as a page-by-page model of "the latest mapping
  * wins" says, with the file offset it had in that mapping.
  */
+static void page_model(unsigned PAGES, unsigned ROUNDS, unsigned maxlen, unsigned every);
+
 SP_TEST(unwind_addrspace_overlapping_mappings_match_a_page_model)
 {
-	enum { PAGES = 256, ROUNDS = 2000 };
+	page_model(256, 2000, 8, 1);
+	/* Thousands of mappings: many chunks, split and emptied. */
+	page_model(8192, 30000, 3, 500);
+}
+
+static void page_model(unsigned PAGES, unsigned ROUNDS, unsigned maxlen, unsigned every)
+{
 	static const char *const paths[] = { "/lib/a.so", "/lib/b.so", "/lib/c.so" };
-	struct { int path; uint64_t off; } model[PAGES];
-	memset(model, 0xff, sizeof(model));
+	struct { int path; uint64_t off; } *model = malloc(PAGES * sizeof(*model));
+	SP_CHECK(model != NULL);
+	if (!model)
+		return;
+	memset(model, 0xff, PAGES * sizeof(*model));
 	struct sp_addrspaces *a = sp_addrspaces_new();
 	SP_CHECK(a != NULL);
 	uint64_t seed = 12345;
@@ -807,7 +818,7 @@ SP_TEST(unwind_addrspace_overlapping_mappings_match_a_page_model)
 	for (int r = 0; r < ROUNDS && a && !bad; r++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		unsigned first = (unsigned)(seed >> 33) % PAGES;
-		unsigned n = 1 + (unsigned)(seed >> 50) % 8;
+		unsigned n = 1 + (unsigned)(seed >> 50) % maxlen;
 		if (first + n > PAGES)
 			n = PAGES - first;
 		int path = (int)((seed >> 20) % 3);
@@ -817,7 +828,7 @@ SP_TEST(unwind_addrspace_overlapping_mappings_match_a_page_model)
 			model[first + k].path = path;
 			model[first + k].off = pgoff + k * page;
 		}
-		for (unsigned pg = 0; pg < PAGES && !bad; pg++) {
+		for (unsigned pg = 0; pg < PAGES && !bad && (r % every == 0 || r == ROUNDS - 1); pg++) {
 			uint64_t addr = base + pg * page + 100;
 			const struct sp_mapping *m = sp_addrspaces_find(a, 7, addr);
 			if (model[pg].path < 0) {
@@ -830,6 +841,7 @@ SP_TEST(unwind_addrspace_overlapping_mappings_match_a_page_model)
 	}
 	SP_CHECK(!bad);
 	sp_addrspaces_free(a, NULL);
+	free(model);
 }
 
 /* --stack-size auto's choice from the needs counted by 512-byte bucket. */
