@@ -37,7 +37,7 @@ bench_workloads() {
 		   "9b one process of 500 threads" "10 stripped binaries" "10a Go" \
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
 		   "12 system-wide" "13 --stack-size auto" "14 off-CPU" \
-		   "15 --call-graph fp and dwarf" "16 perf.data import"; do
+		   "15 --call-graph fp and dwarf" "16 perf.data import" "17 mappings"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -220,6 +220,16 @@ check_attach_rows() {
 	# Both columns have a figure, or perf's says why it has none.
 	grep -qE '^   seconds per perf.data +([0-9.]+s +([0-9.]+s +[0-9.]+|perf unavailable)|- +- .*not measured)' <<< "$output"
 	run -1 grep -qE '^(1a|2 |4a|6 |7 |8 |9 |12 )' <<< "$output"
+}
+
+@test "scripts/bench --only maps: figure 17 alone, sp-unwind's time on many mappings, in order and not" {
+	run -0 env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only maps
+	echo "$output"
+	[[ "$output" == *"17 mappings"* ]]
+	grep -qE '^   20000 at falling addresses: seconds +[0-9.]+s' <<< "$output"
+	grep -qE '^   churn: 20000 remaps of 2000 regions, seconds +[0-9.]+s' <<< "$output"
+	grep -qE '^   down: 20000, peak RSS +[0-9]+' <<< "$output"
+	run -1 grep -qE '^(1a|2 |4a|6 |12 |16 )' <<< "$output"
 }
 
 @test "scripts/bench --only attach: figure 9 alone, its workloads gone after" {
