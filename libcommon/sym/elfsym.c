@@ -49,9 +49,34 @@ struct sp_elfsym {
 	struct sp_symtab syms;
 	const char *sym_origin;
 	struct sp_u64map cache;	/* address -> struct sp_symres */
+	/*
+	 * Per compile unit (by its DIE's offset), its functions' address
+	 * ranges, sorted, made the first time an address falls in it: a
+	 * lookup then walks one function's scopes, not the unit's every DIE.
+	 */
+	struct sp_u64map cu_funcs;	/* CU offset -> struct cu_funcs */
 	char **strings;		/* every string a result points to */
 	size_t nstrings, alloc_strings;
 };
+
+/* A function's address range, [lo, hi), and its DIE's offset. */
+struct fn_range {
+	uint64_t lo, hi;
+	Dwarf_Off die;
+};
+
+struct cu_funcs {
+	struct fn_range *v;
+	size_t n, alloc;
+	bool oom;
+};
+
+static void cu_funcs_free(void *p)
+{
+	struct cu_funcs *c = p;
+	free(c->v);
+	free(c);
+}
 
 char *sp_demangle(const char *name)
 {
@@ -285,6 +310,7 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 	}
 	e->o = *o;
 	sp_u64map_init(&e->cache);
+	sp_u64map_init(&e->cu_funcs);
 	e->debuginfo_path = strdup(o->debuginfo_path ? o->debuginfo_path : "-:.debug:/usr/lib/debug");
 	e->cb.find_elf = dwfl_build_id_find_elf;
 	e->cb.find_debuginfo = dwfl_standard_find_debuginfo;
@@ -345,6 +371,7 @@ void sp_elfsym_free(struct sp_elfsym *e)
 		dwfl_end(e->dwfl);
 	sp_symtab_release(&e->syms);
 	sp_u64map_release(&e->cache, symres_free);
+	sp_u64map_release(&e->cu_funcs, cu_funcs_free);
 	for (size_t i = 0; i < e->nstrings; i++)
 		free(e->strings[i]);
 	free(e->strings);
@@ -520,6 +547,118 @@ static void from_go_table(struct sp_elfsym *e, uint64_t addr, struct sp_symres *
 	}
 }
 
+/* Adds the ranges of the functions under parent, through namespaces and classes. */
+static void index_functions(Dwarf_Die *parent, struct cu_funcs *c, int depth)
+{
+	Dwarf_Die d;
+	if (depth > 16 || dwarf_child(parent, &d) != 0)
+		return;
+	do {
+		int tag = dwarf_tag(&d);
+		if (tag == DW_TAG_subprogram) {
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			while ((off = dwarf_ranges(&d, off, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (SP_ALLOC_GROW(c->v, c->n + 1, c->alloc) < 0) {
+					c->oom = true;
+					return;
+				}
+				c->v[c->n++] = (struct fn_range){ lo, hi, dwarf_dieoffset(&d) };
+			}
+		} else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+			   tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+			   tag == DW_TAG_module) {
+			index_functions(&d, c, depth + 1);
+		}
+	} while (dwarf_siblingof(&d, &d) == 0);
+}
+
+static int fn_range_cmp(const void *a, const void *b)
+{
+	const struct fn_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * The scopes of pc in function fn, innermost first, fn last: from fn
+ * down through the inlined calls and blocks whose ranges hold pc, as
+ * dwarf_getscopes() finds them from a unit's root.  Returns their number
+ * (*out malloc'd), or -1 when memory runs out.
+ */
+static int scopes_in_function(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die **out)
+{
+	Dwarf_Die chain[64];
+	int n = 0;
+	chain[n++] = *fn;
+	for (bool deeper = true; deeper && n < 64;) {
+		Dwarf_Die d;
+		deeper = false;
+		if (dwarf_child(&chain[n - 1], &d) != 0)
+			break;
+		do {
+			int tag = dwarf_tag(&d);
+			if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+			     tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
+			     tag == DW_TAG_with_stmt || tag == DW_TAG_entry_point) &&
+			    dwarf_haspc(&d, pc) == 1) {
+				chain[n++] = d;
+				deeper = true;
+				break;
+			}
+		} while (dwarf_siblingof(&d, &d) == 0);
+	}
+	Dwarf_Die *v = malloc((size_t)n * sizeof(*v));
+	if (!v)
+		return -1;
+	for (int i = 0; i < n; i++)
+		v[i] = chain[n - 1 - i];
+	*out = v;
+	return n;
+}
+
+/*
+ * The scopes of pc (a DWARF address) in cu, innermost first, as
+ * dwarf_getscopes() gives them, found in the one function whose range
+ * holds pc; the whole unit's search when the index has none (an address
+ * outside every function, or an index memory could not hold).
+ */
+static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **scopes)
+{
+	Dwarf_Off cuoff = dwarf_dieoffset(cu);
+	struct cu_funcs *c = sp_u64map_get(&e->cu_funcs, cuoff);
+	if (!c && (c = calloc(1, sizeof(*c)))) {
+		index_functions(cu, c, 0);
+		if (c->n)
+			qsort(c->v, c->n, sizeof(*c->v), fn_range_cmp);
+		if (sp_u64map_put(&e->cu_funcs, cuoff, c) < 0) {
+			cu_funcs_free(c);
+			c = NULL;
+		}
+	}
+	if (c && !c->oom && e->dw) {
+		/*
+		 * The last range starting at or below pc, or one of the few
+		 * before it (a function of several ranges may reach past the
+		 * next one's start).
+		 */
+		size_t k = SP_PARTITION_POINT(c->n, i, c->v[i].lo <= pc);
+		for (size_t back = 0; k > 0 && pc >= c->v[k - 1].hi && back < 8; back++)
+			k--;
+		Dwarf_Die fn;
+		if (k > 0 && pc < c->v[k - 1].hi && dwarf_offdie(e->dw, c->v[k - 1].die, &fn)) {
+			Dwarf_Die *in_fn = NULL;
+			int n = scopes_in_function(&fn, pc, &in_fn);
+			if (n > 0) {
+				*scopes = in_fn;
+				return n;
+			}
+		}
+	}
+	return dwarf_getscopes(cu, pc, scopes);
+}
+
 /* The last resort for an address no name covers: its function's start. */
 static void name_function_start(struct sp_elfsym *e, uint64_t addr, bool in_fde,
 				uint64_t fstart, struct sp_symres *r)
@@ -570,7 +709,7 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = dwfl_module_addrdie(e->mod, addr, &bias);
 	Dwarf_Die *scopes = NULL;
-	int n = cu ? dwarf_getscopes(cu, addr - bias, &scopes) : 0;
+	int n = cu ? scopes_of(e, cu, addr - bias, &scopes) : 0;
 	int inl = 0, sub = -1;
 	for (int i = 0; i < n && sub < 0; i++) {
 		int tag = dwarf_tag(&scopes[i]);
