@@ -435,6 +435,16 @@ int sp_follow_input(const char *path)
 {
 	char buf[PATH_MAX + 8];
 	const char *name = input_name(path, buf, sizeof(buf));
+	struct stat st;
+	/*
+	 * A FIFO is not opened here: a reader that came and went would let
+	 * its writer start, and then fail it (EPIPE) or leave its bytes to
+	 * nobody.  The reader opens it, and reads it as a pipe.
+	 */
+	if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+		note_input(path, &st);
+		return -1;
+	}
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT) {
 		/*
@@ -451,7 +461,6 @@ int sp_follow_input(const char *path)
 	}
 	if (fd < 0)
 		sp_die(SP_EXIT_FATAL, "cannot open '%s': %s", path, strerror(errno));
-	struct stat st;
 	if (fstat(fd, &st) < 0)
 		sp_die(SP_EXIT_FATAL, "cannot read %s: %s", name, strerror(errno));
 	if (S_ISDIR(st.st_mode))
@@ -460,7 +469,6 @@ int sp_follow_input(const char *path)
 		sp_die(SP_EXIT_FATAL, "refusing to read a binary stream from a terminal (%s): give "
 		       "a file, or pipe a stream in", name);
 	note_input(path, &st);
-	/* A FIFO is not waited for here: the reader reads it as a pipe. */
 	if (S_ISREG(st.st_mode))
 		sniff_input(fd, path, name, &st);
 	close(fd);
