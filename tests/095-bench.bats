@@ -37,7 +37,8 @@ bench_workloads() {
 		   "9b one process of 500 threads" "10 stripped binaries" "10a Go" \
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
 		   "12 system-wide" "13 --stack-size auto" "14 off-CPU" \
-		   "15 --call-graph fp and dwarf" "16 perf.data import" "17 mappings"; do
+		   "15 --call-graph fp and dwarf" "16 perf.data import" "17 mappings" \
+		   "18 symbolizers"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -230,6 +231,18 @@ check_attach_rows() {
 	grep -qE '^   churn: 20000 remaps of 2000 regions, seconds +[0-9.]+s' <<< "$output"
 	grep -qE '^   down: 20000, peak RSS +[0-9]+' <<< "$output"
 	run -1 grep -qE '^(1a|2 |4a|6 |12 |16 )' <<< "$output"
+}
+
+@test "scripts/bench --only symbolizers: figure 18 alone, sp-symbolize against addr2line, eu-addr2line and llvm-symbolizer" {
+	run -0 env BUILD="${SP_BUILD%/san}" "$TOP/scripts/bench" --quick --only symbolizers
+	echo "$output"
+	[[ "$output" == *"18 symbolizers: 5000 distinct addresses"* ]]
+	grep -qE '^   sp-symbolize cold \(empty cache\): seconds +[0-9.]+s' <<< "$output"
+	local t
+	for t in addr2line eu-addr2line llvm-symbolizer; do
+		grep -qE "^   warm against $t: seconds +[0-9.]+s +[0-9.]+s" <<< "$output"
+	done
+	run -1 grep -qE '^(1a|2 |4a|6 |12 |16 |17 )' <<< "$output"
 }
 
 @test "scripts/bench --only attach: figure 9 alone, its workloads gone after" {
