@@ -94,9 +94,49 @@ int sp_options_set_inherit(struct sp_options *o, bool on);
  * "context-switches" ("cs"), "cpu-migrations" ("migrations"), "cycles",
  * "instructions", or a tracepoint "SUBSYSTEM:NAME", whose id is read
  * from tracefs now.  A hardware event the machine cannot count fails
- * when the recorder attaches.
+ * when the recorder attaches.  It replaces every event set or added
+ * before: the recording samples on exactly this one.
  */
 int sp_options_set_event(struct sp_options *o, const char *name);
+
+/* The events one recording may sample on, off-CPU time included. */
+#define SP_MAX_EVENTS 8
+
+/*
+ * Adds an event, named as for sp_options_set_event(), after those set or
+ * added before; the first one added replaces the default cpu-clock.  The
+ * stream's header lists the events in this order and each sample says
+ * which it is of.  An event added twice, or one past SP_MAX_EVENTS, fails.
+ */
+int sp_options_add_event(struct sp_options *o, const char *name);
+
+/*
+ * Samples every events occurrences of each event (not 0), as sp-capture
+ * -c does, instead of at a rate: exclusive with sp_options_set_rate(),
+ * whichever is set first stays and the other fails.
+ */
+int sp_options_set_period(struct sp_options *o, uint64_t events);
+
+/* How a sample's user frames are recorded. */
+enum sp_call_graph {
+	SP_CALL_GRAPH_DWARF,	/* registers and a stack copy, unwound later (the default) */
+	SP_CALL_GRAPH_FP,	/* the kernel walks frame pointers; no stack is copied */
+};
+
+/*
+ * The call-graph mode.  SP_CALL_GRAPH_FP and a stack size
+ * (sp_options_set_stack_size()) exclude each other: whichever is set
+ * first stays and the other fails.
+ */
+int sp_options_set_call_graph(struct sp_options *o, enum sp_call_graph mode);
+
+/*
+ * Off-CPU time, as sp-capture --off-cpu: besides the events, each
+ * interval a thread spends off the CPU is written as a sample of the
+ * event "off-cpu", with the stack where it left and weighted by the
+ * nanoseconds until it ran again.  It takes one of the SP_MAX_EVENTS.
+ */
+int sp_options_set_off_cpu(struct sp_options *o, bool on);
 
 /*
  * Metadata written into the stream's header, read back with
@@ -201,6 +241,15 @@ ssize_t sp_discover_descendants(pid_t root, pid_t *pids, size_t max);
 int sp_recorder_refresh_threads(struct sp_recorder *r, pid_t pid);
 
 /*
+ * Records every task on the CPUs cpus[0..n) (n 0: every online CPU), as
+ * sp-capture -a and -C do, from now until finish: processes running now
+ * and started later, kernel threads, and the idle task ("swapper").
+ * Before the recording starts, on a recorder with no process and no
+ * command attached; no process can be attached after it.
+ */
+int sp_recorder_attach_all_cpus(struct sp_recorder *r, const int *cpus, size_t n);
+
+/*
  * Waits at most timeout_ms for samples (0: not at all), then drains every
  * ring buffer and writes what is complete.  The kernel's buffers fill
  * and drop samples if nothing polls: call it at least every 100 ms.
@@ -213,7 +262,10 @@ int sp_recorder_has_pending_events(struct sp_recorder *r);
 /* 1 while process pid (a target) runs, 0 once it has exited, -1. */
 int sp_recorder_process_is_active(struct sp_recorder *r, pid_t pid);
 
-/* 1 while any target runs, 0 once all have exited, -1. */
+/*
+ * 1 while any target runs, 0 once all have exited, -1.  A recording of
+ * every CPU (sp_recorder_attach_all_cpus()) always has a task running: 1.
+ */
 int sp_recorder_targets_active(struct sp_recorder *r);
 
 /* Writes out what poll has buffered, so that a tail sees it. */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT
  * struct sp_recorder: the public recorder over the capture layer's
  * (capture/recorder.h).  It adds the states the public API promises
- * (attach before the start, the start at the first poll, nothing but the
- * summary after finish), the summary as a public struct, the exact
- * images a tail takes over, and the door sp-capture goes through
- * (internal.h).
+ * (attach before the start, chosen processes or every CPU but never
+ * both, the start at the first poll, nothing but the summary after
+ * finish), the summary as a public struct, the exact images a tail
+ * takes over, and the door sp-capture goes through (internal.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +35,8 @@ struct sp_recorder {
 	char **argv;			/* the header's command line */
 	int argc;
 	bool started, finished;
+	bool attached;			/* a process or a command is a target */
+	bool all_cpus;			/* every task: sp_recorder_attach_all_cpus() */
 	struct sp_summary final;
 };
 
@@ -63,6 +65,17 @@ static int fail_state(struct sp_recorder *r, const char *func, const char *why)
 		SP_API_CHECK(r, ret); \
 		if ((r)->finished) { \
 			fail_state(r, __func__, "the recording has finished"); \
+			return ret; \
+		} \
+	} while (0)
+
+/* A recorder of every CPU has no processes of its own. */
+#define CHECK_NOT_ALL_CPUS(r, ret) \
+	do { \
+		if ((r)->all_cpus) { \
+			fail_state(r, __func__, "the recorder records every process on the " \
+				   "CPUs (sp_recorder_attach_all_cpus()): a recording holds " \
+				   "either chosen processes or all of them"); \
 			return ret; \
 		} \
 	} while (0)
@@ -247,6 +260,7 @@ int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 	if (r->started)
 		return fail_state(r, __func__, "the recording has started: attach with "
 				  "sp_recorder_attach_process()");
+	CHECK_NOT_ALL_CPUS(r, -1);
 	if (check_pid(pid) < 0)
 		return -1;
 	pid = process_of(pid);
@@ -254,6 +268,7 @@ int sp_recorder_attach(struct sp_recorder *r, pid_t pid)
 		return 0;
 	if (sp_capture_attach_stop(r->cap, pid, false) < 0)
 		return fail_capture(r);
+	r->attached = true;
 	return 0;
 }
 
@@ -268,6 +283,7 @@ int sp_recorder_attach_command(struct sp_recorder *r, char *const argv[], pid_t 
 				  "launched before it");
 	if (r->command)
 		return fail_state(r, __func__, "a recorder launches one command");
+	CHECK_NOT_ALL_CPUS(r, -1);
 	int argc = 0;
 	while (argv[argc])
 		argc++;
@@ -276,6 +292,7 @@ int sp_recorder_attach_command(struct sp_recorder *r, char *const argv[], pid_t 
 	pid_t child;
 	if (sp_capture_launch(r->cap, r->command, &child) < 0)
 		return fail_capture(r);
+	r->attached = true;
 	if (pid)
 		*pid = child;
 	return 0;
@@ -289,11 +306,13 @@ int sp_recorder_attach_process(struct sp_recorder *r, pid_t pid, enum sp_attach_
 	if (mode != SP_ATTACH_STOP && mode != SP_ATTACH_NO_STOP)
 		return sp_error_publish_new(SP_ERR_INVALID, "%s: unknown attach mode %d",
 					    __func__, (int)mode);
+	CHECK_NOT_ALL_CPUS(r, -1);
 	pid = process_of(pid);
 	if (sp_capture_target_alive(r->cap, pid) == 1)
 		return 0;
 	if (sp_capture_attach_stop(r->cap, pid, mode == SP_ATTACH_STOP) < 0)
 		return fail_capture(r);
+	r->attached = true;
 	return 0;
 }
 
@@ -325,12 +344,68 @@ int sp_recorder_refresh_threads(struct sp_recorder *r, pid_t pid)
 	CHECK_LIVE(r, -1);
 	if (check_pid(pid) < 0)
 		return -1;
+	CHECK_NOT_ALL_CPUS(r, -1);
 	if (sp_capture_target_alive(r->cap, pid) < 0) {
 		sp_error_set(&r->err, SP_ERR_NOT_FOUND, "process %d is not attached", (int)pid);
 		return fail(r);
 	}
 	int n = sp_capture_refresh_process(r->cap, pid);
 	return n < 0 ? fail_capture(r) : n;
+}
+
+/*
+ * The capture layer reads system_wide and the CPU list when its handle is
+ * made, and the recorder made one at sp_recorder_new(): a recorder of
+ * every CPU gets a new one, made from the same options, while nothing
+ * has been attached or written.  The old one is dropped only once the
+ * new one records, so a refusal leaves the recorder as it was.
+ */
+int sp_recorder_attach_all_cpus(struct sp_recorder *r, const int *cpus, size_t n)
+{
+	CHECK_LIVE(r, -1);
+	if (!cpus && n)
+		return sp_error_publish_new(SP_ERR_INVALID, "%s: cpus is NULL", __func__);
+	if (r->started)
+		return fail_state(r, __func__, "the recording has started: every CPU is "
+				  "attached before it");
+	if (r->all_cpus)
+		return fail_state(r, __func__, "the recorder records every CPU already");
+	if (r->attached)
+		return fail_state(r, __func__, "a process or a command is attached: a "
+				  "recording holds either chosen processes or all of them; "
+				  "record every CPU with another recorder");
+	int online[1024];
+	int nonline = sp_online_cpus(online, 1024);
+	if (n > (size_t)nonline)
+		return sp_error_publish_new(SP_ERR_INVALID, "%zu CPUs given, but %d are online "
+					    "(/sys/devices/system/cpu/online)", n, nonline);
+	for (size_t i = 0; i < n; i++) {
+		bool on = false;
+		for (int j = 0; j < nonline && !on; j++)
+			on = online[j] == cpus[i];
+		if (!on)
+			return sp_error_publish_new(SP_ERR_INVALID, "CPU %d is not online (the "
+						    "online CPUs are in "
+						    "/sys/devices/system/cpu/online)", cpus[i]);
+	}
+	struct sp_capture_options co = r->co;
+	co.system_wide = true;
+	co.cpu_list = cpus;
+	co.ncpu_list = (int)n;
+	struct sp_capture *cap = sp_capture_new(&co, r->w);
+	if (!cap)
+		return sp_error_publish_new(SP_ERR_NOMEM, "out of memory");
+	if (sp_capture_attach_system(cap) < 0) {
+		r->err = *sp_capture_last_error(cap);
+		sp_capture_free(cap);
+		return fail(r);
+	}
+	sp_capture_free(r->cap);
+	r->cap = cap;
+	r->co = co;
+	r->co.cpu_list = NULL;	/* the caller's; read by sp_capture_new() only */
+	r->all_cpus = true;
+	return 0;
 }
 
 int sp_recorder_poll(struct sp_recorder *r, int timeout_ms)
@@ -367,7 +442,7 @@ int sp_recorder_process_is_active(struct sp_recorder *r, pid_t pid)
 int sp_recorder_targets_active(struct sp_recorder *r)
 {
 	CHECK_LIVE(r, -1);
-	return sp_capture_targets_alive(r->cap) > 0;
+	return r->all_cpus || sp_capture_targets_alive(r->cap) > 0;
 }
 
 int sp_recorder_flush(struct sp_recorder *r)
