@@ -327,16 +327,9 @@ int sp_pd_write_header(struct sp_perf_import *im)
 	struct sp_writer *w = im->w;
 	const struct attr *a0 = &im->attrs[0];
 	struct sp_mapw m, t, h, o;
-	sp_mapw_begin(&m, w);
-	sp_mapw_str(&m, "t", "header");
-	sp_mapw_str(&m, "format", SP_FORMAT_NAME);
-	msgpack_packer *pk = sp_mapw_key(&m, "version");
-	msgpack_pack_array(pk, 2);
-	msgpack_pack_uint64(pk, SP_FORMAT_MAJOR);
-	msgpack_pack_uint64(pk, SP_FORMAT_MINOR);
-	sp_mapw_str(&m, "stage", "raw");
+	sp_mapw_raw_header(&m, w);
 	/* perf recorded it: the first tool, with its version and arguments. */
-	pk = sp_mapw_key(&m, "tools");
+	msgpack_packer *pk = sp_mapw_key(&m, "tools");
 	msgpack_pack_array(pk, 2);
 	sp_mapw_begin(&t, w);
 	sp_mapw_str(&t, "name", "perf");

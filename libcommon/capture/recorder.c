@@ -270,15 +270,8 @@ int sp_capture_start(struct sp_capture *r, int argc, char **argv)
 	if (sp_rec_release_command(r) < 0)
 		return -1;
 	struct sp_mapw m;
-	sp_mapw_begin(&m, r->w);
-	sp_mapw_str(&m, "t", "header");
-	sp_mapw_str(&m, "format", SP_FORMAT_NAME);
-	msgpack_packer *pk = sp_mapw_key(&m, "version");
-	msgpack_pack_array(pk, 2);
-	msgpack_pack_uint64(pk, SP_FORMAT_MAJOR);
-	msgpack_pack_uint64(pk, SP_FORMAT_MINOR);
-	sp_mapw_str(&m, "stage", "raw");
-	pk = sp_mapw_key(&m, "tools");
+	sp_mapw_raw_header(&m, r->w);
+	msgpack_packer *pk = sp_mapw_key(&m, "tools");
 	msgpack_pack_array(pk, 1);
 	sp_pack_tool(r->w, r->o.tool_name ? r->o.tool_name : "sp-capture", argc, argv);
 	sp_mapw_key(&m, "host");

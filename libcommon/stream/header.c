@@ -70,6 +70,18 @@ bool sp_header_same_boot(const msgpack_object *hdr)
 	       memcmp(b, mine, n) == 0;
 }
 
+void sp_mapw_raw_header(struct sp_mapw *m, struct sp_writer *w)
+{
+	sp_mapw_begin(m, w);
+	sp_mapw_str(m, "t", "header");
+	sp_mapw_str(m, "format", SP_FORMAT_NAME);
+	msgpack_packer *pk = sp_mapw_key(m, "version");
+	msgpack_pack_array(pk, 2);
+	msgpack_pack_uint64(pk, SP_FORMAT_MAJOR);
+	msgpack_pack_uint64(pk, SP_FORMAT_MINOR);
+	sp_mapw_str(m, "stage", "raw");
+}
+
 void sp_pack_tool(struct sp_writer *w, const char *name, int argc, char **argv)
 {
 	struct sp_mapw m;

@@ -24,6 +24,13 @@ struct sp_writer;
  */
 void sp_pack_host(struct sp_writer *w);
 
+/*
+ * Begins a new raw stream's header record in m: its type, the format's
+ * name and version, and stage "raw"; the caller adds the rest and ends m.
+ */
+struct sp_mapw;
+void sp_mapw_raw_header(struct sp_mapw *m, struct sp_writer *w);
+
 /* Packs one entry of a header's "tools" array for this program. */
 void sp_pack_tool(struct sp_writer *w, const char *name, int argc, char **argv);
 
