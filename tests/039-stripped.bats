@@ -372,8 +372,11 @@ PY
 	grep -qE '^main\.outer\|.*/main\.go:[0-9]+\|gopclntab\|[0-9]+\|main\.small@[0-9]+,main\.middle@[0-9]+$' <<< "$output"
 	run -0 sp-fold --inline "$T/i.sps"
 	hot=$(grep ';main\.outer;' <<< "$output")
-	inl=$(grep ';main\.outer;main\.middle_\[i\];main\.small_\[i\] ' <<< "$hot" | awk '{ s += $NF } END { print s + 0 }')
+	# Most of the loop is inlined code; how the samples divide between
+	# middle's and small's instructions depends on the CPU's skid.
+	inl=$(grep ';main\.outer;main\.middle_\[i\]' <<< "$hot" | awk '{ s += $NF } END { print s + 0 }')
+	small=$(grep ';main\.outer;main\.middle_\[i\];main\.small_\[i\] ' <<< "$hot" | awk '{ s += $NF } END { print s + 0 }')
 	all=$(awk '{ s += $NF } END { print s + 0 }' <<< "$hot")
-	echo "inlined=$inl of $all"
-	[ "$all" -ge 100 ] && [ "$((inl * 2))" -ge "$all" ]
+	echo "inlined=$inl (in small: $small) of $all"
+	[ "$all" -ge 100 ] && [ "$((inl * 2))" -ge "$all" ] && [ "$((small * 10))" -ge "$all" ]
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Record types, the schema, and typed access to record values. */
+#include <pthread.h>
 #include <string.h>
 
 #include "stream/record.h"
@@ -17,6 +18,36 @@ const struct sp_key_schema sp_key_schema[] = {
 #undef SP_X_KEY
 };
 const size_t sp_key_schema_len = sizeof(sp_key_schema) / sizeof(sp_key_schema[0]);
+
+/*
+ * The schema by record type: the entries of type t are
+ * by_type[type_start[t] ... type_start[t + 1]), each with its key's length.
+ */
+static const struct sp_key_schema *by_type[sizeof(sp_key_schema) / sizeof(sp_key_schema[0])];
+static size_t key_len[sizeof(sp_key_schema) / sizeof(sp_key_schema[0])];
+static size_t type_start[SP_R_COUNT + 1];
+static uint64_t type_required[SP_R_COUNT];	/* bit i: by_type[type_start[t] + i] */
+static size_t name_len[SP_R_COUNT];
+static pthread_once_t by_type_once = PTHREAD_ONCE_INIT;
+
+static void index_schema(void)
+{
+	size_t k = 0;
+	for (int t = 0; t < SP_R_COUNT; t++) {
+		type_start[t] = k;
+		for (size_t i = 0; i < sp_key_schema_len; i++) {
+			if (sp_key_schema[i].type != (enum sp_rtype)t)
+				continue;
+			if (sp_key_schema[i].required && k - type_start[t] < 64)
+				type_required[t] |= 1ull << (k - type_start[t]);
+			key_len[k] = strlen(sp_key_schema[i].key);
+			by_type[k++] = &sp_key_schema[i];
+		}
+		name_len[t] = strlen(rtype_names[t]);
+	}
+	type_start[SP_R_COUNT] = k;
+}
+
 
 
 
@@ -37,8 +68,9 @@ const char *sp_vtype_name(enum sp_vtype v)
 
 enum sp_rtype sp_rtype_from_name(const char *name, size_t len)
 {
+	pthread_once(&by_type_once, index_schema);
 	for (int t = 1; t < SP_R_COUNT; t++)
-		if (strlen(rtype_names[t]) == len &&
+		if (name_len[t] == len && rtype_names[t][0] == name[0] &&
 		    memcmp(rtype_names[t], name, len) == 0)
 			return (enum sp_rtype)t;
 	return SP_R_UNKNOWN;
@@ -74,14 +106,61 @@ static bool vtype_matches(enum sp_vtype v, const msgpack_object *o)
 	return false;
 }
 
+static const msgpack_object *map_get_n(const msgpack_object *map, const char *key, size_t n)
+{
+	const msgpack_object_kv *kv = map->via.map.ptr;
+	for (uint32_t i = 0; i < map->via.map.size; i++) {
+		const msgpack_object *k = &kv[i].key;
+		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+		    memcmp(k->via.str.ptr, key, n) == 0)
+			return &kv[i].val;
+	}
+	return NULL;
+}
+
+/*
+ * Whether map is plainly valid for type t: each key at most once, of its
+ * type, every required one there.  Looks at each key of the map once,
+ * seeking it in the schema from where the last one was found (writers put
+ * them in the schema's order).  False also when unsure: the caller's
+ * ordered check then finds the first problem.
+ */
+static bool plainly_valid(enum sp_rtype t, const msgpack_object *map)
+{
+	size_t first = type_start[t], n = type_start[t + 1] - first;
+	if (n > 64 || !map || map->type != MSGPACK_OBJECT_MAP)
+		return false;
+	uint64_t found = 0;
+	size_t at = 0;
+	const msgpack_object_kv *kv = map->via.map.ptr;
+	for (uint32_t j = 0; j < map->via.map.size; j++) {
+		const msgpack_object *k = &kv[j].key;
+		if (k->type != MSGPACK_OBJECT_STR)
+			continue;
+		for (size_t tries = 0; tries < n; tries++, at = at + 1 < n ? at + 1 : 0) {
+			size_t i = first + at;
+			if (key_len[i] != k->via.str.size ||
+			    memcmp(by_type[i]->key, k->via.str.ptr, key_len[i]) != 0)
+				continue;
+			if ((found & (1ull << at)) || !vtype_matches(by_type[i]->vtype, &kv[j].val))
+				return false;
+			found |= 1ull << at;
+			break;
+		}
+	}
+	return (type_required[t] & ~found) == 0;
+}
+
 int sp_record_validate(enum sp_rtype t, const msgpack_object *map,
 		       const char **why, const char **key)
 {
-	for (size_t i = 0; i < sp_key_schema_len; i++) {
-		const struct sp_key_schema *s = &sp_key_schema[i];
-		if (s->type != t)
-			continue;
-		const msgpack_object *v = sp_map_get(map, s->key);
+	pthread_once(&by_type_once, index_schema);
+	if ((unsigned)t >= SP_R_COUNT || plainly_valid(t, map))
+		return 0;
+	bool is_map = map && map->type == MSGPACK_OBJECT_MAP;
+	for (size_t i = type_start[t]; i < type_start[t + 1]; i++) {
+		const struct sp_key_schema *s = by_type[i];
+		const msgpack_object *v = is_map ? map_get_n(map, s->key, key_len[i]) : NULL;
 		if (!v) {
 			if (s->required) {
 				*why = "required key missing";
@@ -110,15 +189,7 @@ const msgpack_object *sp_map_get(const msgpack_object *map, const char *key)
 {
 	if (!map || map->type != MSGPACK_OBJECT_MAP)
 		return NULL;
-	size_t n = strlen(key);
-	const msgpack_object_kv *kv = map->via.map.ptr;
-	for (uint32_t i = 0; i < map->via.map.size; i++) {
-		const msgpack_object *k = &kv[i].key;
-		if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-		    memcmp(k->via.str.ptr, key, n) == 0)
-			return &kv[i].val;
-	}
-	return NULL;
+	return map_get_n(map, key, strlen(key));
 }
 
 bool sp_map_u64(const msgpack_object *map, const char *key, uint64_t *out)

@@ -92,9 +92,17 @@ int sp_writer_raw(struct sp_writer *w, const void *p, size_t n)
 	return 0;
 }
 
+/* msgpack's output: most writes are a few bytes into a buffer with room. */
 static int packer_write(void *data, const char *buf, size_t len)
 {
-	return sp_writer_raw(data, buf, len) < 0 ? -1 : 0;
+	struct sp_writer *w = data;
+	if (!w->err && len <= w->cap - w->len) {
+		memcpy(w->buf + w->len, buf, len);
+		w->len += len;
+		w->bytes += len;
+		return 0;
+	}
+	return sp_writer_raw(w, buf, len) < 0 ? -1 : 0;
 }
 
 struct sp_writer *sp_writer_new(int fd, const char *name)
@@ -152,6 +160,14 @@ uint64_t sp_writer_bytes(const struct sp_writer *w)
 void sp_pack_str(msgpack_packer *pk, const char *s)
 {
 	size_t n = strlen(s);
+	if (n < 32) {
+		/* A fixstr (as msgpack_pack_str makes it) in one write. */
+		char b[32];
+		b[0] = (char)(0xa0 | n);
+		memcpy(b + 1, s, n);
+		pk->callback(pk->data, b, n + 1);
+		return;
+	}
 	msgpack_pack_str(pk, n);
 	msgpack_pack_str_body(pk, s, n);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sym/elfsym.h"
+#include "sym/scopes.h"
 #include "unwind/gopclntab.h"
 #include "sym/symtab.h"
 #include "unwind/ehhdr.h"
@@ -20,6 +21,7 @@
 #include "util/hashmap.h"
 #include "util/modfile.h"
 #include "util/search.h"
+#include "util/strpool.h"
 
 struct sp_elfsym {
 	struct sp_elfsym_options o;
@@ -55,8 +57,10 @@ struct sp_elfsym {
 	 * lookup then walks one function's scopes, not the unit's every DIE.
 	 */
 	struct sp_u64map cu_funcs;	/* CU offset -> struct cu_funcs */
-	char **strings;		/* every string a result points to */
-	size_t nstrings, alloc_strings;
+	/* A function's scopes, read the first time an address falls in it. */
+	struct sp_u64map fn_scopes;	/* function DIE offset -> struct sp_fn_scopes */
+	/* Every string a result points to: names demangled, the rest as they are. */
+	struct sp_strpool names, texts;
 };
 
 /* A function's address range, [lo, hi), and its DIE's offset. */
@@ -78,6 +82,11 @@ static void cu_funcs_free(void *p)
 	free(c);
 }
 
+static void fn_scopes_free(void *p)
+{
+	sp_fn_scopes_free(p);
+}
+
 char *sp_demangle(const char *name)
 {
 	if (!name || (strncmp(name, "_Z", 2) != 0 && strncmp(name, "_R", 2) != 0))
@@ -85,24 +94,22 @@ char *sp_demangle(const char *name)
 	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI | DMGL_AUTO);
 }
 
-/* Keeps a string for the module's lifetime; NULL stays NULL. */
+/* What the names pool keeps for a symbol's name: its demangled form. */
+static char *demangled(const char *s, void *arg)
+{
+	const struct sp_elfsym *e = arg;
+	if (!e->o.demangle)
+		return NULL;
+	return e->go ? sp_go_name(s) : sp_demangle(s);
+}
+
+/*
+ * Keeps a string for the module's lifetime, demangled when it is a name;
+ * NULL stays NULL.  Each text is kept (and demangled) once.
+ */
 static const char *keep(struct sp_elfsym *e, const char *s, bool demangle)
 {
-	if (!s)
-		return NULL;
-	char *d = NULL;
-	if (demangle && e->o.demangle)
-		d = e->go ? sp_go_name(s) : sp_demangle(s);
-	if (!d)
-		d = strdup(s);
-	if (!d)
-		return NULL;
-	if (SP_ALLOC_GROW(e->strings, e->nstrings + 1, e->alloc_strings) < 0) {
-		free(d);
-		return NULL;
-	}
-	e->strings[e->nstrings++] = d;
-	return d;
+	return sp_strpool_get(demangle ? &e->names : &e->texts, s);
 }
 
 static bool elf_has_section(Elf *elf, GElf_Word type, const char *name)
@@ -311,6 +318,9 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 	e->o = *o;
 	sp_u64map_init(&e->cache);
 	sp_u64map_init(&e->cu_funcs);
+	sp_u64map_init(&e->fn_scopes);
+	sp_strpool_init(&e->names, demangled, e);
+	sp_strpool_init(&e->texts, NULL, NULL);
 	e->debuginfo_path = strdup(o->debuginfo_path ? o->debuginfo_path : "-:.debug:/usr/lib/debug");
 	e->cb.find_elf = dwfl_build_id_find_elf;
 	e->cb.find_debuginfo = dwfl_standard_find_debuginfo;
@@ -372,9 +382,9 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	sp_symtab_release(&e->syms);
 	sp_u64map_release(&e->cache, symres_free);
 	sp_u64map_release(&e->cu_funcs, cu_funcs_free);
-	for (size_t i = 0; i < e->nstrings; i++)
-		free(e->strings[i]);
-	free(e->strings);
+	sp_u64map_release(&e->fn_scopes, fn_scopes_free);
+	sp_strpool_release(&e->names);
+	sp_strpool_release(&e->texts);
 	free(e->debuginfo_path);
 	free(e);
 }
@@ -492,34 +502,6 @@ bool sp_elfsym_has_debuginfo(struct sp_elfsym *e)
 	return e->dw != NULL;
 }
 
-static const char *die_name(Dwarf_Die *die)
-{
-	Dwarf_Attribute a;
-	const char *n = NULL;
-	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
-	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
-		n = dwarf_formstring(&a);
-	if (!n && dwarf_attr_integrate(die, DW_AT_name, &a))
-		n = dwarf_formstring(&a);
-	return n;
-}
-
-/* The position of the call an inlined_subroutine DIE stands for. */
-static void call_site(Dwarf_Die *inl, Dwarf_Die *cu, const char **file, unsigned *line)
-{
-	Dwarf_Attribute a;
-	Dwarf_Word v;
-	*file = NULL;
-	*line = 0;
-	if (dwarf_attr(inl, DW_AT_call_line, &a) && dwarf_formudata(&a, &v) == 0)
-		*line = (unsigned)v;
-	Dwarf_Files *files;
-	size_t nfiles;
-	if (dwarf_attr(inl, DW_AT_call_file, &a) && dwarf_formudata(&a, &v) == 0 &&
-	    dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && v < nfiles)
-		*file = dwarf_filesrc(files, v, NULL, NULL);
-}
-
 /*
  * A Go function without DWARF: its name, when no symbol gave one, and
  * its file, line and inlined calls from the Go table.
@@ -581,50 +563,28 @@ static int fn_range_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/*
- * The scopes of pc in function fn, innermost first, fn last: from fn
- * down through the inlined calls and blocks whose ranges hold pc, as
- * dwarf_getscopes() finds them from a unit's root.  Returns their number
- * (*out malloc'd), or -1 when memory runs out.
- */
-static int scopes_in_function(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die **out)
+/* The scopes of the function whose DIE is at off, read once. */
+static struct sp_fn_scopes *function_scopes(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Off off)
 {
-	Dwarf_Die chain[64];
-	int n = 0;
-	chain[n++] = *fn;
-	for (bool deeper = true; deeper && n < 64;) {
-		Dwarf_Die d;
-		deeper = false;
-		if (dwarf_child(&chain[n - 1], &d) != 0)
-			break;
-		do {
-			int tag = dwarf_tag(&d);
-			if ((tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
-			     tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
-			     tag == DW_TAG_with_stmt || tag == DW_TAG_entry_point) &&
-			    dwarf_haspc(&d, pc) == 1) {
-				chain[n++] = d;
-				deeper = true;
-				break;
-			}
-		} while (dwarf_siblingof(&d, &d) == 0);
+	struct sp_fn_scopes *f = sp_u64map_get(&e->fn_scopes, off);
+	Dwarf_Die fn;
+	if (f || !dwarf_offdie(e->dw, off, &fn))
+		return f;
+	if ((f = sp_fn_scopes_read(&fn, cu)) && sp_u64map_put(&e->fn_scopes, off, f) < 0) {
+		sp_fn_scopes_free(f);
+		f = NULL;
 	}
-	Dwarf_Die *v = malloc((size_t)n * sizeof(*v));
-	if (!v)
-		return -1;
-	for (int i = 0; i < n; i++)
-		v[i] = chain[n - 1 - i];
-	*out = v;
-	return n;
+	return f;
 }
 
 /*
  * The scopes of pc (a DWARF address) in cu, innermost first, as
  * dwarf_getscopes() gives them, found in the one function whose range
  * holds pc; the whole unit's search when the index has none (an address
- * outside every function, or an index memory could not hold).
+ * outside every function, or an index memory could not hold).  Returns
+ * their number (into out, room for SP_SCOPES_MAX), or 0.
  */
-static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Die **scopes)
+static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, struct sp_scope *out)
 {
 	Dwarf_Off cuoff = dwarf_dieoffset(cu);
 	struct cu_funcs *c = sp_u64map_get(&e->cu_funcs, cuoff);
@@ -646,17 +606,18 @@ static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, Dwarf_Di
 		size_t k = SP_PARTITION_POINT(c->n, i, c->v[i].lo <= pc);
 		for (size_t back = 0; k > 0 && pc >= c->v[k - 1].hi && back < 8; back++)
 			k--;
-		Dwarf_Die fn;
-		if (k > 0 && pc < c->v[k - 1].hi && dwarf_offdie(e->dw, c->v[k - 1].die, &fn)) {
-			Dwarf_Die *in_fn = NULL;
-			int n = scopes_in_function(&fn, pc, &in_fn);
-			if (n > 0) {
-				*scopes = in_fn;
-				return n;
-			}
-		}
+		struct sp_fn_scopes *f;
+		if (k > 0 && pc < c->v[k - 1].hi && (f = function_scopes(e, cu, c->v[k - 1].die)))
+			return sp_fn_scopes_of(f, pc, out);
 	}
-	return dwarf_getscopes(cu, pc, scopes);
+	Dwarf_Die *dies = NULL;
+	int n = dwarf_getscopes(cu, pc, &dies);
+	if (n > SP_SCOPES_MAX)
+		n = SP_SCOPES_MAX;
+	for (int i = 0; i < n; i++)
+		sp_scope_from_die(&dies[i], cu, &out[i]);
+	free(dies);
+	return n > 0 ? n : 0;
 }
 
 /* The last resort for an address no name covers: its function's start. */
@@ -708,25 +669,21 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = dwfl_module_addrdie(e->mod, addr, &bias);
-	Dwarf_Die *scopes = NULL;
-	int n = cu ? scopes_of(e, cu, addr - bias, &scopes) : 0;
+	struct sp_scope scopes[SP_SCOPES_MAX];
+	int n = cu ? scopes_of(e, cu, addr - bias, scopes) : 0;
 	int inl = 0, sub = -1;
 	for (int i = 0; i < n && sub < 0; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-		if (tag == DW_TAG_inlined_subroutine)
+		if (scopes[i].inlined)
 			inl++;
-		else if (tag == DW_TAG_subprogram)
+		else if (scopes[i].subprogram)
 			sub = i;
 	}
 	if (n > 0)
 		r->origin = "debuginfo";
-	if (sub >= 0) {
-		if (!r->name) {
-			r->name = keep(e, die_name(&scopes[sub]), true);
-			Dwarf_Addr lo;
-			if (dwarf_entrypc(&scopes[sub], &lo) == 0)
-				r->offset = addr - bias - lo;
-		}
+	if (sub >= 0 && !r->name) {
+		r->name = keep(e, scopes[sub].name, true);
+		if (scopes[sub].has_entry)
+			r->offset = addr - bias - scopes[sub].entry;
 	}
 	const char *pos_file = file;
 	unsigned pos_line = line > 0 ? (unsigned)line : 0;
@@ -734,18 +691,18 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 		r->inl = calloc((size_t)inl, sizeof(*r->inl));
 		for (int i = 0; r->inl && i < (sub >= 0 ? sub : n); i++) {
 			/* The inlined scopes below the function, innermost first. */
-			if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			if (!scopes[i].inlined)
 				continue;
 			struct sp_inline *x = &r->inl[r->ninl++];
-			x->name = keep(e, die_name(&scopes[i]), true);
+			x->name = keep(e, scopes[i].name, true);
 			x->file = keep(e, pos_file, false);
 			x->line = pos_line;
-			call_site(&scopes[i], cu, &pos_file, &pos_line);
+			pos_file = scopes[i].call_file;
+			pos_line = scopes[i].call_line;
 		}
 	}
 	r->file = keep(e, pos_file, false);
 	r->line = pos_line;
-	free(scopes);
 	name_function_start(e, addr, in_fde, fstart, r);
 }
 

@@ -747,7 +747,7 @@ static void note_unnamed(struct sp_namer *sym, const struct sp_symframe *out)
 static enum sp_sym_origin origin_of(const char *s)
 {
 	for (int i = 0; i < SP_ORIGIN_COUNT; i++)
-		if (strcmp(origin_names[i], s) == 0)
+		if (origin_names[i] == s || (origin_names[i][0] == s[0] && strcmp(origin_names[i], s) == 0))
 			return (enum sp_sym_origin)i;
 	return SP_ORIGIN_ADDRESS_ONLY;
 }
@@ -871,7 +871,7 @@ void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 		out->name = out->buf;
 	}
 	for (size_t i = 0; i < sizeof(hidden_names) / sizeof(*hidden_names); i++)
-		if (strcmp(out->name, hidden_names[i]) == 0)
+		if (out->name[0] == hidden_names[i][0] && strcmp(out->name, hidden_names[i]) == 0)
 			out->flags |= SP_SYM_HIDDEN;
 	if (out->ninl)
 		out->flags |= SP_SYM_INLINE;

@@ -2,6 +2,7 @@
 /* Address-sorted symbol tables (see symtab.h). */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,11 @@ static int cmp_sym(const void *a, const void *b)
 
 void sp_symtab_finish(struct sp_symtab *t)
 {
-	if (t->n)
+	/* Often added in order already (kallsyms, a perf map). */
+	size_t k = 1;
+	while (k < t->n && cmp_sym(&t->v[k - 1], &t->v[k]) < 0)
+		k++;
+	if (k < t->n)
 		qsort(t->v, t->n, sizeof(*t->v), cmp_sym);
 	for (size_t i = 0; i < t->n; i++)
 		if (t->v[i].end == 0 || t->v[i].end <= t->v[i].start) {
@@ -112,36 +117,111 @@ const struct sp_sym *sp_symtab_find(const struct sp_symtab *t, uint64_t addr)
 	return best;
 }
 
+/* A kallsyms address: up to 16 hex digits; the end of them, or NULL. */
+static const char *kallsyms_hex(const char *p, const char *end, uint64_t *v)
+{
+	static const signed char val[256] = {
+		['0'] = 1, ['1'] = 2, ['2'] = 3, ['3'] = 4, ['4'] = 5, ['5'] = 6, ['6'] = 7,
+		['7'] = 8, ['8'] = 9, ['9'] = 10, ['a'] = 11, ['b'] = 12, ['c'] = 13,
+		['d'] = 14, ['e'] = 15, ['f'] = 16, ['A'] = 11, ['B'] = 12, ['C'] = 13,
+		['D'] = 14, ['E'] = 15, ['F'] = 16,
+	};
+	uint64_t x = 0;
+	const char *s = p;
+	for (; s < end && val[(unsigned char)*s]; s++) {
+		if (s - p == 16)
+			return NULL;
+		x = x << 4 | (uint64_t)(val[(unsigned char)*s] - 1);
+	}
+	*v = x;
+	return s > p ? s : NULL;
+}
+
+/*
+ * One line of kallsyms, "ADDRESS TYPE NAME[\t[MODULE]]": 1 when it is
+ * one (*text: a function's), 0 when it is not.
+ */
+static int kallsyms_line(const char *p, const char *end, uint64_t *a, bool *text,
+			 const char **name, size_t *nl)
+{
+	const char *s = kallsyms_hex(p, end, a);
+	/* The type, between two spaces. */
+	if (!s || end - s < 3 || s[0] != ' ' || s[2] != ' ')
+		return 0;
+	char type = s[1];
+	*text = type == 't' || type == 'T' || type == 'w' || type == 'W';
+	*name = s + 3;
+	const char *n = *name;
+	while (n < end && *n != ' ' && *n != '\t' && *n != '\n')
+		n++;
+	*nl = (size_t)(n - *name);
+	return 1;
+}
+
+/* The whole of fd (a /proc file has no size to go by), NUL-ended, or NULL. */
+static char *read_whole(int fd, size_t *len)
+{
+	size_t cap = 1 << 20, n = 0;
+	char *buf = malloc(cap);
+	while (buf) {
+		if (cap - n < 65536) {
+			char *b = realloc(buf, cap *= 2);
+			if (!b)
+				break;
+			buf = b;
+		}
+		ssize_t r = read(fd, buf + n, cap - n - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		if (r == 0) {
+			buf[n] = '\0';
+			*len = n;
+			return buf;
+		}
+		n += (size_t)r;
+	}
+	free(buf);
+	return NULL;
+}
+
 int sp_kallsyms_load(const char *path, struct sp_symtab *t, struct sp_error *err)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return sp_error_errno(err, "cannot open '%s'", path);
-	char line[1024];
+	size_t len = 0;
+	char *buf = read_whole(fd, &len);
+	int e = errno;
+	close(fd);
+	if (!buf) {
+		errno = e;
+		return sp_error_errno(err, "cannot read '%s'", path);
+	}
 	bool nonzero = false;
 	size_t lines = 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *end;
-		unsigned long long a = strtoull(line, &end, 16);
-		if (end == line || *end != ' ')
-			continue;
-		char type = end[1];
-		const char *name = end + 3;
-		/* No type: end[2] would lie past the string, or past line itself. */
-		if (type == '\0' || end[2] != ' ')
-			continue;
-		size_t nl = strcspn(name, " \t\n");
-		lines++;
-		if (a)
-			nonzero = true;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		if (sp_symtab_add(t, a, 0, name, nl) < 0) {
-			fclose(f);
-			return sp_error_errno(err, "'%s'", path);
+	/* Lines of over 1023 bytes are read as fgets() would split them. */
+	for (const char *p = buf, *end = buf + len; p < end;) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *eol = nl ? nl + 1 : end;
+		if (eol - p > 1023)
+			eol = p + 1023;
+		uint64_t a;
+		bool text;
+		const char *name;
+		size_t namelen;
+		if (kallsyms_line(p, eol, &a, &text, &name, &namelen)) {
+			lines++;
+			nonzero |= a != 0;
+			if (text && sp_symtab_add(t, a, 0, name, namelen) < 0) {
+				free(buf);
+				return sp_error_errno(err, "'%s'", path);
+			}
 		}
+		p = eol;
 	}
-	fclose(f);
+	free(buf);
 	if (lines && !nonzero)
 		return sp_error_set(err, SP_ERR_PERMISSION, "every address in '%s' is zero: it was "
 				    "saved without privilege (kernel.kptr_restrict); save it as root",
