@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* Naming the frames of an unwound stream (see symbolizer.h). */
-#include <elfutils/debuginfod.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +9,7 @@
 #include <unistd.h>
 
 #include "stream/header.h"
+#include "sym/debuginfod.h"
 #include "stream/vocab.h"
 #include "sym/symbolizer.h"
 #include "sym/symtab.h"
@@ -331,16 +331,19 @@ void sp_namer_begin_segment(struct sp_namer *sym, const msgpack_object *hdr)
 static int debuginfod_find(struct sp_namer *sym, struct modsym *m, char *found,
 			   size_t foundlen)
 {
-	debuginfod_client *dc = debuginfod_begin();
 	char *where = NULL;
-	int fd = dc ? debuginfod_find_executable(dc, m->bid, m->bidlen, &where) : -1;
-	if (dc)
-		debuginfod_end(dc);
-	if (dc && fd < 0 && fd != -ENOENT && !sym->debuginfod_said) {
+	int fd = sp_debuginfod_find_executable(m->bid, m->bidlen, &where);
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	if (fd == -ENOSYS && urls && *urls && !sym->debuginfod_said) {
+		sym->debuginfod_said = true;
+		warnf(sym, "DEBUGINFOD_URLS is set, but libdebuginfod.so.1 cannot be loaded: "
+		      "no file was fetched (install libdebuginfod1)");
+	}
+	if (fd < 0 && fd != -ENOENT && fd != -ENOSYS && !sym->debuginfod_said) {
 		sym->debuginfod_said = true;
 		warnf(sym, "cannot reach the debuginfod server '%s': %s; no file was fetched "
 		      "(check DEBUGINFOD_URLS, or give --no-debuginfod)",
-		      getenv("DEBUGINFOD_URLS"), strerror(-fd));
+		      urls, strerror(-fd));
 	}
 	if (fd >= 0) {
 		unsigned char id[SP_BUILD_ID_MAX];
