@@ -97,6 +97,9 @@ static void compile(struct rule *r, Dwarf_Frame *f, const struct sp_unwind_arch 
 		}
 		r->kind[reg] = keep_expr(r, arch, reg, mem, rops, rn, &owned_used) ? R_EXPR : R_UNDEF;
 	}
+	for (unsigned reg = 0; reg < arch->nregs; reg++)
+		if (r->kind[reg] != R_UNDEF)
+			r->live[r->nlive++] = (uint8_t)reg;
 	if (owned_used == 0) {
 		free(r->owned);
 		r->owned = NULL;

@@ -202,26 +202,96 @@ static uint64_t intern(struct sp_unwind_stage *s, const struct sp_stack_frame *f
 	return os->id;
 }
 
-/* Whether a raw sample key is one the stage consumes. */
-static bool raw_key(const msgpack_object *k)
+/* The keys of a raw sample the stage consumes, in one pass over its map. */
+#define RAW_KEYS(X) X(T, "t") X(PID, "pid") X(TID, "tid") X(TIME, "time") X(CPU, "cpu") \
+	X(PERIOD, "period") X(ABI, "abi") X(REGS, "regs") X(USTACK, "ustack") \
+	X(USTACK_SHARED, "ustack_shared") X(USTACK_FULL, "ustack_full") X(KSTACK, "kstack") \
+	X(UCHAIN, "uchain") X(UCHAIN_FULL, "uchain_full") X(STACK, "stack")
+enum raw_key {
+#define RAW_ENUM(e, s) RK_##e,
+	RAW_KEYS(RAW_ENUM)
+#undef RAW_ENUM
+	RK_COUNT
+};
+static const struct { const char *s; uint32_t n; } raw_keys[RK_COUNT] = {
+#define RAW_NAME(e, s) { s, sizeof(s) - 1 },
+	RAW_KEYS(RAW_NAME)
+#undef RAW_NAME
+};
+
+/* A raw sample's values by key: NULL for a key it lacks. */
+#define RAW_OTHERS 16
+struct raw_sample {
+	const msgpack_object *v[RK_COUNT];
+	/* The positions of the keys the stage passes on (all of them unless many_others). */
+	uint32_t others[RAW_OTHERS];
+	unsigned nothers;
+	bool many_others;
+};
+
+/*
+ * Which of RAW_KEYS k is, or RK_COUNT; the search starts at *at, past
+ * the key found last (a writer puts them in this order), and moves it.
+ */
+static enum raw_key raw_key_from(const msgpack_object *k, int *at)
 {
-	static const char *const keys[] = { "t", "pid", "tid", "time", "cpu", "period",
-		"abi", "regs", "ustack", "ustack_shared", "ustack_full", "kstack", "uchain",
-		"uchain_full", "stack" };
-	for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
-		if (sp_obj_str_eq(k, keys[i]))
-			return true;
-	return false;
+	if (k->type != MSGPACK_OBJECT_STR)
+		return RK_COUNT;
+	for (int n = 0, i = *at; n < RK_COUNT; n++, i = i + 1 < RK_COUNT ? i + 1 : 0)
+		if (raw_keys[i].n == k->via.str.size && raw_keys[i].s[0] == k->via.str.ptr[0] &&
+		    memcmp(raw_keys[i].s, k->via.str.ptr, raw_keys[i].n) == 0) {
+			*at = i + 1 < RK_COUNT ? i + 1 : 0;
+			return (enum raw_key)i;
+		}
+	return RK_COUNT;
+}
+
+/* Each key's first value, as sp_map_get() finds it, and where the others are. */
+static void raw_sample_read(const msgpack_object *m, struct raw_sample *rs)
+{
+	memset(rs, 0, sizeof(*rs));
+	const msgpack_object_map *mm = &m->via.map;
+	int at = 0;
+	for (uint32_t i = 0; i < mm->size; i++) {
+		enum raw_key k = raw_key_from(&mm->ptr[i].key, &at);
+		if (k < RK_COUNT && !rs->v[k])
+			rs->v[k] = &mm->ptr[i].val;
+		if (k == RK_COUNT && rs->nothers < RAW_OTHERS)
+			rs->others[rs->nothers++] = i;
+		else if (k == RK_COUNT)
+			rs->many_others = true;
+	}
+}
+
+static bool raw_u64(const struct raw_sample *rs, enum raw_key k, uint64_t *out)
+{
+	const msgpack_object *o = rs->v[k];
+	if (!o || o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return false;
+	*out = o->via.u64;
+	return true;
+}
+
+static bool raw_bool(const struct raw_sample *rs, enum raw_key k)
+{
+	const msgpack_object *o = rs->v[k];
+	return o && o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
+}
+
+static const msgpack_object_array *raw_array(const struct raw_sample *rs, enum raw_key k)
+{
+	const msgpack_object *o = rs->v[k];
+	return o && o->type == MSGPACK_OBJECT_ARRAY ? &o->via.array : NULL;
 }
 
 /* Kernel frames, then the user frames; returns how many are in s->frames. */
-static size_t unwind_frames(struct sp_unwind_stage *s, const msgpack_object *m, uint64_t pid,
+static size_t unwind_frames(struct sp_unwind_stage *s, const struct raw_sample *m, uint64_t pid,
 			    const unsigned char *copy, size_t len, bool full)
 {
 	unsigned max_depth = s->uo.max_depth;
 	size_t n = 0;
 	uint64_t abi = 0;
-	const msgpack_object_array *ks = sp_map_array(m, "kstack");
+	const msgpack_object_array *ks = raw_array(m, RK_KSTACK);
 	for (uint32_t i = 0; ks && i < ks->size && n < MAX_KERNEL_FRAMES; i++) {
 		if (ks->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
 			continue;
@@ -230,9 +300,9 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const msgpack_object *m, 
 		s->frames[n] = (struct sp_stack_frame){ a, module_id(s, &s->kernel), a, flags };
 		n++;
 	}
-	sp_map_u64(m, "abi", &abi);
-	const msgpack_object_array *regs = sp_map_array(m, "regs");
-	const msgpack_object_array *uc = sp_map_array(m, "uchain");
+	raw_u64(m, RK_ABI, &abi);
+	const msgpack_object_array *regs = raw_array(m, RK_REGS);
+	const msgpack_object_array *uc = raw_array(m, RK_UCHAIN);
 	bool stack_copy = abi && regs && regs->size >= s->regs.need;
 	if (!stack_copy && !(uc && uc->size))
 		return n;
@@ -241,8 +311,7 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const msgpack_object *m, 
 	enum sp_unwind_end end;
 	if (!stack_copy) {
 		/* The kernel's frame-pointer chain (--call-graph fp), at most max_depth + 1 read. */
-		bool ufull = false;
-		sp_map_bool(m, "uchain_full", &ufull);
+		bool ufull = raw_bool(m, RK_UCHAIN_FULL);
 		nr = uc->size < (size_t)max_depth + 1 ? uc->size : (size_t)max_depth + 1;
 		for (size_t i = 0; i < nr; i++)
 			s->chain[i] = uc->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
@@ -279,16 +348,19 @@ frames:
 static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec)
 {
 	const msgpack_object *m = rec->map;
+	struct raw_sample rs;
+	raw_sample_read(m, &rs);
 	uint64_t pid = 0, tid = 0, shared = 0, v;
-	bool full = false;
-	sp_map_u64(m, "pid", &pid);
-	sp_map_u64(m, "tid", &tid);
-	sp_map_u64(m, "ustack_shared", &shared);
-	sp_map_bool(m, "ustack_full", &full);
+	raw_u64(&rs, RK_PID, &pid);
+	raw_u64(&rs, RK_TID, &tid);
+	raw_u64(&rs, RK_USTACK_SHARED, &shared);
+	bool full = raw_bool(&rs, RK_USTACK_FULL);
 	const void *us = NULL;
 	size_t uslen = 0;
-	if (!sp_map_bin(m, "ustack", &us, &uslen))
-		uslen = 0;
+	if (rs.v[RK_USTACK] && rs.v[RK_USTACK]->type == MSGPACK_OBJECT_BIN) {
+		us = rs.v[RK_USTACK]->via.bin.ptr;
+		uslen = rs.v[RK_USTACK]->via.bin.size;
+	}
 	s->samples++;
 
 	/* The full copy: this sample's bytes, then the shared tail. */
@@ -301,7 +373,7 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 	}
 	if (rc == SP_USTACK_BAD_SHARE)
 		s->bad_copies++;
-	size_t n = unwind_frames(s, m, pid, copy, len, full);
+	size_t n = unwind_frames(s, &rs, pid, copy, len, full);
 	s->frames_out += n;
 
 	/* Module and stack records first, then the sample that uses them. */
@@ -311,16 +383,22 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 	sp_mapw_str(&out, "t", "sample");
 	sp_mapw_u64(&out, "pid", pid);
 	sp_mapw_u64(&out, "tid", tid);
-	if (sp_map_u64(m, "time", &v))
+	if (raw_u64(&rs, RK_TIME, &v))
 		sp_mapw_u64(&out, "time", v);
-	if (sp_map_u64(m, "cpu", &v))
+	if (raw_u64(&rs, RK_CPU, &v))
 		sp_mapw_u64(&out, "cpu", v);
-	if (sp_map_u64(m, "period", &v))
+	if (raw_u64(&rs, RK_PERIOD, &v))
 		sp_mapw_u64(&out, "period", v);
 	const msgpack_object_map *mm = &m->via.map;
-	for (uint32_t i = 0; i < mm->size; i++)
-		if (!raw_key(&mm->ptr[i].key))
-			sp_mapw_kv(&out, &mm->ptr[i]);
+	if (!rs.many_others) {
+		for (unsigned i = 0; i < rs.nothers; i++)
+			sp_mapw_kv(&out, &mm->ptr[rs.others[i]]);
+	} else {
+		int at = 0;
+		for (uint32_t i = 0; i < mm->size; i++)
+			if (raw_key_from(&mm->ptr[i].key, &at) == RK_COUNT)
+				sp_mapw_kv(&out, &mm->ptr[i]);
+	}
 	if (n)
 		sp_mapw_u64(&out, "stack", id);
 	sp_mapw_end(&out);

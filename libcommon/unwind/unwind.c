@@ -88,7 +88,8 @@ static inline int apply(const struct sp_unwind_arch *arch, const struct rule *r,
 	}
 	uint32_t valid = 0;
 	*outermost = r->kind[arch->ra] == R_UNDEF;
-	for (unsigned reg = 0; reg < arch->nregs; reg++) {
+	for (unsigned i = 0; i < r->nlive; i++) {
+		unsigned reg = r->live[i];
 		uint64_t v;
 		switch (r->kind[reg]) {
 		case R_UNDEF:
