@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Record types, the schema, and typed access to record values. */
 #include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "stream/record.h"
@@ -135,7 +136,8 @@ static bool plainly_valid(enum sp_rtype t, const msgpack_object *map)
 	const msgpack_object_kv *kv = map->via.map.ptr;
 	for (uint32_t j = 0; j < map->via.map.size; j++) {
 		const msgpack_object *k = &kv[j].key;
-		if (k->type != MSGPACK_OBJECT_STR)
+		/* The type key is every record's, in no type's schema. */
+		if (k->type != MSGPACK_OBJECT_STR || (k->via.str.size == 1 && k->via.str.ptr[0] == 't'))
 			continue;
 		for (size_t tries = 0; tries < n; tries++, at = at + 1 < n ? at + 1 : 0) {
 			size_t i = first + at;
@@ -266,10 +268,31 @@ const msgpack_object_array *sp_map_array(const msgpack_object *map,
 void sp_sample_head_read(const msgpack_object *map, struct sp_sample_head *s)
 {
 	*s = (struct sp_sample_head){ .period = 1, .stack = UINT64_MAX };
-	sp_map_u64(map, "pid", &s->pid);
-	sp_map_u64(map, "tid", &s->tid);
-	sp_map_u64(map, "time", &s->time);
-	sp_map_u64(map, "period", &s->period);
-	sp_map_u64(map, "stack", &s->stack);
-	sp_map_u64(map, "event", &s->event);
+	if (!map || map->type != MSGPACK_OBJECT_MAP)
+		return;
+	/* One pass over the map; each key's first value counts, as sp_map_u64() reads it. */
+	static const struct { const char *k; uint32_t n; size_t at; } keys[] = {
+		{ "pid", 3, offsetof(struct sp_sample_head, pid) },
+		{ "tid", 3, offsetof(struct sp_sample_head, tid) },
+		{ "time", 4, offsetof(struct sp_sample_head, time) },
+		{ "period", 6, offsetof(struct sp_sample_head, period) },
+		{ "stack", 5, offsetof(struct sp_sample_head, stack) },
+		{ "event", 5, offsetof(struct sp_sample_head, event) },
+	};
+	unsigned seen = 0;
+	const msgpack_object_kv *kv = map->via.map.ptr;
+	for (uint32_t j = 0; j < map->via.map.size; j++) {
+		const msgpack_object *k = &kv[j].key;
+		if (k->type != MSGPACK_OBJECT_STR)
+			continue;
+		for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+			if (keys[i].n != k->via.str.size || keys[i].k[0] != k->via.str.ptr[0] ||
+			    memcmp(keys[i].k, k->via.str.ptr, keys[i].n) != 0)
+				continue;
+			if (!(seen & 1u << i) && kv[j].val.type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+				*(uint64_t *)(void *)((char *)s + keys[i].at) = kv[j].val.via.u64;
+			seen |= 1u << i;
+			break;
+		}
+	}
 }
