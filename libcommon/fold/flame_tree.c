@@ -359,10 +359,15 @@ static int parse_line(const char *p, size_t n, struct line *l, const char **why)
 	}
 	l->len1 = j;
 	l->two = false;
+	/*
+	 * A count before it makes a line of two counts: the digits before
+	 * the blanks, with a blank before them (not the stack's last frame,
+	 * which is not scanned through).
+	 */
 	size_t k = j;
-	while (k > 0 && !is_blank(p[k - 1]))
+	while (k > 0 && p[k - 1] >= '0' && p[k - 1] <= '9')
 		k--;
-	if (k > 0 && parse_count(p + k, j - k, &l->prev) == NULL) {
+	if (k > 0 && k < j && is_blank(p[k - 1]) && parse_count(p + k, j - k, &l->prev) == NULL) {
 		while (k > 0 && is_blank(p[k - 1]))
 			k--;
 		l->two = k > 0;
