@@ -185,6 +185,36 @@ teardown() {
 	run -1 grep -q '^stage_c|' <<< "$output"
 }
 
+@test "a debug file by .gnu_debuglink: beside the module, in .debug, under --debug-dir; no debuginfod client loaded" {
+	w=$BATS_TEST_TMPDIR/w
+	mkdir -p "$w"
+	objcopy --only-keep-debug "$WORKLOADS/spin" "$BATS_TEST_TMPDIR/spin.debug"
+	objcopy --strip-debug --add-gnu-debuglink="$BATS_TEST_TMPDIR/spin.debug" "$WORKLOADS/spin" "$w/spin"
+	sp-capture -q -o "$S.raw" -- "$w/spin" 0.3
+	sp-unwind -o "$S.unw" "$S.raw"
+	# Without the debug file: symbols only, no lines.
+	sp-symbolize --debug-dir /nonexistent -o "$S.0" "$S.unw"
+	run -0 frames "$S.0"
+	run -1 grep -q '^stage_c|.*spin.c:[0-9]*|debuginfo' <<< "$output"
+	# Each place libdwfl looks: under --debug-dir with the module's
+	# directory, in .debug beside it, beside it; DEBUGINFOD_URLS unset,
+	# no debuginfod client library is loaded on the way.
+	for where in "$BATS_TEST_TMPDIR/dbg$w" "$w/.debug" "$w"; do
+		mkdir -p "$where"
+		cp "$BATS_TEST_TMPDIR/spin.debug" "$where/spin.debug"
+		env -u DEBUGINFOD_URLS LD_DEBUG=files sp-symbolize --debug-dir "$BATS_TEST_TMPDIR/dbg" \
+			-o "$S.1" "$S.unw" 2> "$BATS_TEST_TMPDIR/ld.log"
+		run -1 grep -q 'libdebuginfod' "$BATS_TEST_TMPDIR/ld.log"
+		frames "$S.1" | grep -q '^stage_c|.*spin.c:[0-9]*|debuginfo'
+		rm "$where/spin.debug"
+	done
+	# A debug file of another build is not taken.
+	objcopy --only-keep-debug "$WORKLOADS/deep" "$w/spin.debug"
+	sp-symbolize -o "$S.2" "$S.unw"
+	run -0 frames "$S.2"
+	run -1 grep -q '^stage_c|.*spin.c:[0-9]*|debuginfo' <<< "$output"
+}
+
 @test "a call through the PLT is a frame named NAME@plt, at the entry the relocations give" {
 	local -
 	set -o pipefail

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sym/debuglink.h"
 #include "sym/elfsym.h"
 #include "sym/scopes.h"
 #include "unwind/gopclntab.h"
@@ -307,6 +308,26 @@ const char *sp_elfsym_problem(const struct sp_elfsym *e)
 	return e->problem;
 }
 
+/*
+ * libdwfl's search for a module's debug file, by build-id then by
+ * .gnu_debuglink, without its last resort, a debuginfod server: asking
+ * one loads libdebuginfod and its HTTP client, milliseconds of every run,
+ * even when no server is set.  A dwz file (named by a path) is left to
+ * libdwfl.  *userdata is the module's struct sp_elfsym.
+ */
+static int find_debuginfo_here(Dwfl_Module *mod, void **userdata, const char *modname,
+			       Dwarf_Addr base, const char *file_name, const char *debuglink,
+			       GElf_Word crc, char **found)
+{
+	const struct sp_elfsym *e = *userdata;
+	if (!e || (debuglink && strchr(debuglink, '/')))
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+						    debuglink, crc, found);
+	int fd = dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name,
+					      debuglink, crc, found);
+	return fd >= 0 ? fd : sp_debuglink_find(mod, e->debuginfo_path, file_name, debuglink, found);
+}
+
 struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 				 const struct sp_elfsym_options *o)
 {
@@ -323,7 +344,7 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 	sp_strpool_init(&e->texts, NULL, NULL);
 	e->debuginfo_path = strdup(o->debuginfo_path ? o->debuginfo_path : "-:.debug:/usr/lib/debug");
 	e->cb.find_elf = dwfl_build_id_find_elf;
-	e->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	e->cb.find_debuginfo = o->debuginfod ? dwfl_standard_find_debuginfo : find_debuginfo_here;
 	e->cb.section_address = dwfl_offline_section_address;
 	e->cb.debuginfo_path = &e->debuginfo_path;
 	e->dwfl = dwfl_begin(&e->cb);
@@ -343,6 +364,10 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 	/* At address 0, so that dwfl's addresses are the ELF's own. */
 	e->mod = is_elf ? dwfl_report_elf(e->dwfl, path, path, fd, 0, false) : NULL;
 	dwfl_report_end(e->dwfl, NULL, NULL);
+	void **userdata = NULL;
+	if (e->mod && dwfl_module_info(e->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL) &&
+	    userdata)
+		*userdata = e;
 	if (!e->mod) {
 		close(fd);
 		sp_elfsym_free(e);

@@ -25,6 +25,8 @@ struct sp_elfsym_options {
 	 * NULL: none.
 	 */
 	const char *cache_dir;
+	/* Whether a debug file not found here is asked of debuginfod's servers. */
+	bool debuginfod;
 };
 
 struct sp_symres {

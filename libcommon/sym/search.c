@@ -200,6 +200,7 @@ int sp_sym_search_finish(struct sp_sym_search *s)
 	 */
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	s->debuginfod = !s->no_debuginfod && urls && *urls;
+	s->elf.debuginfod = s->debuginfod;
 	if (s->no_debuginfod) {
 		unsetenv("DEBUGINFOD_URLS");
 	} else {
