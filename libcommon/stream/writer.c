@@ -214,9 +214,54 @@ void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv)
 	msgpack_pack_object(&m->w->pk, kv->val);
 }
 
+/*
+ * A short key and its value in one write: the bytes msgpack_pack_str()
+ * and msgpack_pack_uint64() write (a fixstr; the shortest unsigned form).
+ */
+static size_t put_fixstr(unsigned char *b, const char *s, size_t n)
+{
+	b[0] = (unsigned char)(0xa0 | n);
+	memcpy(b + 1, s, n);
+	return n + 1;
+}
+
+static size_t put_uint(unsigned char *b, uint64_t v)
+{
+	int n;
+	if (v < 0x80) {
+		b[0] = (unsigned char)v;
+		return 1;
+	}
+	if (v < 0x100) {
+		b[0] = 0xcc;
+		n = 1;
+	} else if (v < 0x10000) {
+		b[0] = 0xcd;
+		n = 2;
+	} else if (v < 0x100000000ull) {
+		b[0] = 0xce;
+		n = 4;
+	} else {
+		b[0] = 0xcf;
+		n = 8;
+	}
+	for (int i = 0; i < n; i++)
+		b[1 + i] = (unsigned char)(v >> (8 * (n - 1 - i)));
+	return (size_t)n + 1;
+}
+
 void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v)
 {
-	msgpack_pack_uint64(sp_mapw_key(m, key), v);
+	size_t kn = strlen(key);
+	if (kn >= 32) {
+		msgpack_pack_uint64(sp_mapw_key(m, key), v);
+		return;
+	}
+	unsigned char b[32 + 9];
+	size_t n = put_fixstr(b, key, kn);
+	n += put_uint(b + n, v);
+	m->n++;
+	packer_write(m->w, (const char *)b, n);
 }
 
 void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v)
@@ -226,7 +271,18 @@ void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v)
 
 void sp_mapw_str(struct sp_mapw *m, const char *key, const char *s)
 {
-	sp_pack_str(sp_mapw_key(m, key), s);
+	size_t kn = strlen(key), sn = strlen(s);
+	if (kn >= 32 || sn >= 32) {
+		msgpack_packer *pk = sp_mapw_key(m, key);
+		msgpack_pack_str(pk, sn);
+		msgpack_pack_str_body(pk, s, sn);
+		return;
+	}
+	unsigned char b[64];
+	size_t n = put_fixstr(b, key, kn);
+	n += put_fixstr(b + n, s, sn);
+	m->n++;
+	packer_write(m->w, (const char *)b, n);
 }
 
 void sp_mapw_strn(struct sp_mapw *m, const char *key, const char *s, size_t n)

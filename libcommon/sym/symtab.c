@@ -25,6 +25,7 @@ void sp_symtab_release(struct sp_symtab *t)
 		free(t->chunks[i]);
 	free(t->chunks);
 	free(t->v);
+	free(t->reach);
 	sp_symtab_init(t);
 }
 
@@ -58,6 +59,8 @@ int sp_symtab_add(struct sp_symtab *t, uint64_t start, uint64_t size,
 				      .order = (uint32_t)t->n, .sized = size != 0 };
 	t->n++;
 	t->sorted = false;
+	free(t->reach);
+	t->reach = NULL;
 	return 0;
 }
 
@@ -97,6 +100,10 @@ void sp_symtab_finish(struct sp_symtab *t)
 				t->v[i].end = t->v[i].limit;
 		}
 	t->sorted = true;
+	free(t->reach);
+	if ((t->reach = t->n ? malloc(t->n * sizeof(*t->reach)) : NULL))
+		for (size_t i = 0; i < t->n; i++)
+			t->reach[i] = i && t->reach[i - 1] > t->v[i].end ? t->reach[i - 1] : t->v[i].end;
 }
 
 /* Overlapping symbols are few; this many are examined before the match. */
@@ -110,6 +117,8 @@ const struct sp_sym *sp_symtab_find(const struct sp_symtab *t, uint64_t addr)
 	/* t->v[lo - 1] is the last symbol starting at or before addr. */
 	const struct sp_sym *best = NULL;
 	for (size_t i = lo, k = 0; i > 0 && k < MAX_BACK; i--, k++) {
+		if (t->reach && t->reach[i - 1] <= addr)
+			break;	/* neither it nor any before it reaches addr */
 		const struct sp_sym *s = &t->v[i - 1];
 		if (addr < s->end && (!best || s->order > best->order))
 			best = s;

@@ -25,6 +25,12 @@ struct sp_symtab {
 	char **chunks;		/* string storage */
 	size_t nchunks, alloc_chunks, chunk_used, chunk_cap;
 	bool sorted;
+	/*
+	 * reach[i]: the largest end of v[0..i], so that a lookup stops going
+	 * back once no symbol before could hold the address.  NULL until
+	 * sp_symtab_finish(), or when memory ran out.
+	 */
+	uint64_t *reach;
 };
 
 void sp_symtab_init(struct sp_symtab *t);
