@@ -38,7 +38,8 @@ bench_workloads() {
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
 		   "12 system-wide" "13 --stack-size auto" "14 off-CPU" \
 		   "15 --call-graph fp and dwarf" "16 perf.data import" "17 mappings" \
-		   "18 symbolizers"; do
+		   "18 symbolizers" "21a first runs" "21b the same, a 1 s recording" \
+		   "21c the same, a C++ program"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -60,9 +61,21 @@ bench_workloads() {
 	check_stackauto_rows "$out"
 	check_offcpu_rows "$out"
 	check_fp_rows "$out"
+	check_first_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
 	run -0 comm -13 <(echo "$before") <(bench_maps)
 	[ -z "$output" ]
+}
+
+# check_first_rows OUTPUT: figure 21 has, for each of its three
+# workloads, a cold and a warm rate of ours beside perf's (or why perf has
+# none), and the two stages' own rates.
+check_first_rows() {
+	local rows
+	rows=$(grep -cE '^   (cold first run|warm): samples/s per core +[0-9.]+[kM]?/s +([0-9.]+[kM]?/s +[0-9.]+ +>= [0-9]+ +(met|not met)|(perf|stackcollapse) unavailable)' <<< "$1")
+	[ "$rows" -eq 6 ]
+	rows=$(grep -cE '^   sp-(unwind alone: frames/s per core|symbolize alone: addresses/s/core) +[0-9.]+[kM]?/s' <<< "$1")
+	[ "$rows" -eq 6 ]
 }
 
 # check_stripped_rows OUTPUT: figure 10 has, for each of its four
