@@ -273,7 +273,10 @@ wait_gone() {
 	set -o pipefail
 	local j=$BATS_TEST_TMPDIR/e.jsonl
 	# Three samples of a stack with no frame, before the summary.
-	sample=$(sp-cat "$S" | grep -m1 '"t":"sample"' | sed 's/"stack":[0-9]*/"stack":9999/')
+	# Read whole: grep -m1 leaving early would kill sp-cat by SIGPIPE, a
+	# failure under pipefail.
+	sp-cat -t sample "$S" > "$BATS_TEST_TMPDIR/samples.jsonl"
+	sample=$(sed -n '1s/"stack":[0-9]*/"stack":9999/p' "$BATS_TEST_TMPDIR/samples.jsonl")
 	sp-cat "$S" | awk -v s="$sample" '/"t":"summary"/ {
 		print "{\"t\":\"symstack\",\"id\":9999,\"frames\":[]}"
 		for (i = 0; i < 3; i++) print s

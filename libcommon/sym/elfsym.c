@@ -414,32 +414,46 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	free(e);
 }
 
+/* Whether the ELF file src has a compressed section (its headers only are read). */
+static bool has_compressed(const char *src)
+{
+	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+	bool any = false;
+	for (Elf_Scn *scn = NULL; elf && !any && (scn = elf_nextscn(elf, scn));) {
+		GElf_Shdr sh;
+		any = gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED);
+	}
+	elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	return any;
+}
+
 /*
  * Writes the ELF file src to dst with every compressed section inflated.
- * Returns 1 when written, 0 when src had nothing compressed, -1 on failure.
+ * ie is src as libdw read it, whose sections it inflated in memory
+ * already (those it did not are inflated here): they are not read and
+ * inflated a second time.  Returns 1 when written, 0 when src had nothing
+ * compressed, -1 on failure.
  */
-static int write_inflated(const char *src, const char *dst)
+static int write_inflated(Elf *ie, const char *src, const char *dst)
 {
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	Elf *ie = in >= 0 ? elf_begin(in, ELF_C_READ, NULL) : NULL;
 	int rc = -1, out = -1;
 	Elf *oe = NULL;
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp%d", dst, (int)getpid());
 	if (!ie || elf_kind(ie) != ELF_K_ELF)
 		goto done;
-	bool any = false;
-	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(ie, scn));) {
-		GElf_Shdr sh;
-		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED)) {
-			if (elf_compress(scn, 0, 0) < 0)
-				goto done;
-			any = true;
-		}
-	}
-	if (!any) {
+	if (!has_compressed(src)) {
 		rc = 0;
 		goto done;
+	}
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(ie, scn));) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) &&
+		    elf_compress(scn, 0, 0) < 0)
+			goto done;
 	}
 	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	oe = out >= 0 ? elf_begin(out, ELF_C_WRITE, NULL) : NULL;
@@ -483,10 +497,6 @@ done:
 		rc = -1;
 	if (rc != 1)
 		unlink(tmp);
-	if (ie)
-		elf_end(ie);
-	if (in >= 0)
-		close(in);
 	return rc;
 }
 
@@ -513,7 +523,7 @@ static void cache_debug_file(struct sp_elfsym *e)
 		*slash = '/';
 	}
 	mkdir(dir, 0755);
-	write_inflated(debugfile, dst);
+	write_inflated(dwarf_getelf(e->dw), debugfile, dst);
 }
 
 bool sp_elfsym_has_debuginfo(struct sp_elfsym *e)
