@@ -9,7 +9,9 @@
  *     depend on bytes after the object;
  *   - reads the input through sp_reader (from a memfd) until END or ERROR,
  *     once with a 64 KiB record limit and once with the smallest limit
- *     (64 bytes) so that small inputs reach the size checks too;
+ *     (64 bytes) so that small inputs reach the size checks too, and once
+ *     passing every type through undecoded (sp_reader_pass_through()),
+ *     where each record passed on must name its type in its first key;
  *   - for every record, calls the typed accessors on each key the schema
  *     knows for its type, renders it with sp_json_render(), parses that
  *     rendering back with sp_json_parse() and compares the MessagePack
@@ -230,6 +232,20 @@ static void check_record(struct sp_reader *r, const struct sp_record *rec,
 			       &why) == (long)rec->raw_len);
 	check(sp_reader_offset(r) == rec->offset + rec->raw_len);
 	check(sp_reader_records(r) == rec->index + 1);
+	if (!rec->map) {
+		/* Passed through: a known type, its bytes a map whose "t" names it. */
+		check(rec->type != SP_R_UNKNOWN && rec->type != SP_R_HEADER &&
+		      rec->type != SP_R_SUMMARY);
+		msgpack_unpacked u;
+		msgpack_unpacked_init(&u);
+		size_t off = 0;
+		check(msgpack_unpack_next(&u, rec->raw, rec->raw_len, &off) == MSGPACK_UNPACK_SUCCESS);
+		const msgpack_object *t = sp_map_get(&u.data, "t");
+		check(t && t->type == MSGPACK_OBJECT_STR &&
+		      sp_rtype_from_name(t->via.str.ptr, t->via.str.size) == rec->type);
+		msgpack_unpacked_destroy(&u);
+		return;
+	}
 	check(rec->map->type == MSGPACK_OBJECT_MAP);
 
 	/* The type key and the type. */
@@ -302,7 +318,7 @@ static void check_record(struct sp_reader *r, const struct sp_record *rec,
 
 /* Reads the whole input from fd through a reader with the given limit. */
 static void read_stream(int fd, const unsigned char *data, size_t size,
-			size_t max_record)
+			size_t max_record, uint64_t pass_through)
 {
 	struct sp_record rec;
 	uint64_t offset = 0, index = 0;
@@ -312,6 +328,7 @@ static void read_stream(int fd, const unsigned char *data, size_t size,
 	struct sp_reader *r = sp_reader_new(fd, "fuzz");
 	check(r != NULL);
 	sp_reader_set_max_record(r, max_record);
+	sp_reader_pass_through(r, pass_through);
 	check(sp_reader_header(r) == NULL);
 
 	while ((st = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
@@ -354,8 +371,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(k > 0);
 		done += (size_t)k;
 	}
-	read_stream(fd, data, size, 64u << 10);
-	read_stream(fd, data, size, 64);
+	read_stream(fd, data, size, 64u << 10, 0);
+	read_stream(fd, data, size, 64, 0);
+	/* Every type a stage may pass on undecoded. */
+	read_stream(fd, data, size, 64u << 10, ~0ull);
 	close(fd);
 	return 0;
 }

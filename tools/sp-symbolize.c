@@ -322,6 +322,8 @@ int main(int argc, char **argv)
 	if (!w || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
+	/* Samples are copied as they are: the stage after this one reads them. */
+	sp_reader_pass_through(r, 1ull << SP_R_SAMPLE);
 	sp_reader_set_idle(r, flush_out, w);
 	if (follow) {
 		struct sigaction sa = { .sa_handler = sp_on_signal };

@@ -29,6 +29,7 @@ struct sp_reader {
 	uint64_t records;
 	bool eof, failed, seekable_growth;
 	bool saw_summary, have_header;
+	uint64_t pass_through;	/* 1 << type: framed, not decoded (sp_reader_pass_through()) */
 	volatile int *stop;
 	int poll_ms;
 	void (*idle)(void *arg);
@@ -126,6 +127,31 @@ void sp_reader_free(struct sp_reader *r)
 void sp_reader_set_max_record(struct sp_reader *r, size_t bytes)
 {
 	r->max_record = bytes < 64 ? 64 : bytes;
+}
+
+void sp_reader_pass_through(struct sp_reader *r, uint64_t types)
+{
+	/* Headers begin segments and summaries end them: always decoded. */
+	r->pass_through = types & ~(1ull << SP_R_HEADER | 1ull << SP_R_SUMMARY);
+}
+
+/*
+ * The type of the record at p (len bytes, framed) from its first key
+ * alone, when that is "t" with a short string, as every writer puts it;
+ * SP_R_UNKNOWN otherwise, and then the record is decoded whole.
+ */
+static enum sp_rtype peek_type(const unsigned char *p, size_t len, const char **name,
+			       size_t *namelen)
+{
+	size_t at = p[0] >= 0x81 && p[0] <= 0x8f ? 1 : p[0] == 0xde ? 3 : p[0] == 0xdf ? 5 : 0;
+	if (!at || at + 3 > len || p[at] != 0xa1 || p[at + 1] != 't' || (p[at + 2] & 0xe0) != 0xa0)
+		return SP_R_UNKNOWN;
+	size_t n = p[at + 2] & 0x1f;
+	if (at + 3 + n > len)
+		return SP_R_UNKNOWN;
+	*name = (const char *)p + at + 3;
+	*namelen = n;
+	return sp_rtype_from_name(*name, n);
 }
 
 void sp_reader_set_follow(struct sp_reader *r, volatile int *stop, int poll_ms)
@@ -710,6 +736,19 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 	}
 
 	const char *raw = (const char *)r->buf + r->start;
+	if (r->pass_through && r->have_header) {
+		const char *name;
+		size_t namelen;
+		enum sp_rtype t = peek_type(r->buf + r->start, (size_t)len, &name, &namelen);
+		if (t != SP_R_UNKNOWN && (r->pass_through & 1ull << t)) {
+			*rec = (struct sp_record){ .type = t, .type_name = name, .type_len = namelen,
+						   .raw = raw, .raw_len = (size_t)len,
+						   .offset = sp_reader_offset(r), .index = r->records };
+			r->start += (size_t)len;
+			r->records++;
+			return SP_READ_RECORD;
+		}
+	}
 	size_t off = 0;
 	if (msgpack_unpack(raw, (size_t)len, &off, &r->zone, &r->obj) < 0) {
 		reader_fail(r, sp_reader_offset(r), SP_ERR_NOMEM, "out of memory decoding a record");

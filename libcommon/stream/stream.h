@@ -63,6 +63,15 @@ void sp_reader_free(struct sp_reader *r);
 void sp_reader_set_max_record(struct sp_reader *r, size_t bytes);
 
 /*
+ * Records of the types in the mask (1 << SP_R_...) are framed, checked to
+ * be whole MessagePack, and given with their type and raw bytes but not
+ * decoded nor checked against the schema: rec->map is NULL.  For a stage
+ * that passes them on untouched; the stage that reads them checks them.
+ * Headers and summaries are always decoded.
+ */
+void sp_reader_pass_through(struct sp_reader *r, uint64_t types);
+
+/*
  * Follow mode: at the end of the input, wait for more to be written
  * instead of ending.  The wait ends (as a clean end or, in the middle
  * of a record, as a truncation) when *stop becomes nonzero; stop may be
