@@ -326,7 +326,8 @@ static void refuse_kind(enum sp_sniff kind, const char *path, const char *name)
 		       "stream: record with sp-capture instead (there is no converter from "
 		       "perf.data)", name);
 	case SP_SNIFF_GZIP: unpack = "zcat"; break;
-	case SP_SNIFF_ZSTD: unpack = "zstdcat"; break;
+	case SP_SNIFF_ZSTD:
+		return;	/* the reader decompresses it */
 	case SP_SNIFF_XZ: unpack = "xzcat"; break;
 	case SP_SNIFF_BZIP2: unpack = "bzcat"; break;
 	case SP_SNIFF_ELF:
@@ -344,7 +345,7 @@ static void refuse_kind(enum sp_sniff kind, const char *path, const char *name)
 		return;
 	}
 	sp_die(SP_EXIT_FATAL, "%s is %s-compressed: %s %s | %s", name,
-	       strcmp(unpack, "zcat") == 0 ? "gzip" : unpack[0] == 'z' ? "zstd" :
+	       strcmp(unpack, "zcat") == 0 ? "gzip" :
 	       unpack[0] == 'x' ? "xz" : "bzip2", unpack, file, sp_progname);
 }
 
@@ -855,7 +856,7 @@ void sp_die_unread(struct sp_reader *r, const char *name)
 	size_t n = sp_reader_head(r, head, sizeof(head));
 	enum sp_sniff kind = sp_sniff(head, n);
 	refuse_kind(kind, path, shown);
-	if (kind == SP_SNIFF_EMPTY)
+	if (kind == SP_SNIFF_EMPTY || kind == SP_SNIFF_ZSTD)
 		sp_die(SP_EXIT_FATAL, "cannot read %s: %s", shown, sp_reader_error(r));
 	if (kind == SP_SNIFF_STREAM)
 		sp_die(SP_EXIT_FATAL, "%s begins as a stackpulse stream does, but not one record "
