@@ -154,6 +154,11 @@ const char *sp_reader_error(const struct sp_reader *r)
 	return sp_error_message(&r->err);
 }
 
+bool sp_reader_failed(const struct sp_reader *r)
+{
+	return r->failed;
+}
+
 uint64_t sp_reader_offset(const struct sp_reader *r)
 {
 	return r->buf_offset + r->start;

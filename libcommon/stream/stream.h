@@ -114,6 +114,9 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec);
  */
 const char *sp_reader_error(const struct sp_reader *r);
 
+/* Whether the reader is in the error state (sp_reader_error() says why). */
+bool sp_reader_failed(const struct sp_reader *r);
+
 /* Byte offset of the next unread byte and the number of records read. */
 uint64_t sp_reader_offset(const struct sp_reader *r);
 uint64_t sp_reader_records(const struct sp_reader *r);
