@@ -67,8 +67,18 @@ teardown() {
 
 @test "sp_stream.py on a cut compressed stream: sp-cat's record, status 1; without zstandard: refused by name" {
 	/usr/bin/python3 -c 'import zstandard' || skip "python3-zstandard is not installed"
-	size=$(stat -c %s "$REC.raw.zst")
-	head -c $((size / 2)) "$REC.raw.zst" > "$T/cut.zst"
+	# Compressed in blocks of 4 KiB of the stream, as a live writer flushes,
+	# so that the records before any cut decompress.
+	/usr/bin/python3 - "$REC.raw" "$T/blocks.zst" <<'PY'
+import sys, zstandard
+data = open(sys.argv[1], "rb").read()
+z = zstandard.ZstdCompressor(write_checksum=True).compressobj()
+out = b"".join(z.compress(data[i:i + 4096]) + z.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+               for i in range(0, len(data), 4096)) + z.flush()
+open(sys.argv[2], "wb").write(out)
+PY
+	size=$(stat -c %s "$T/blocks.zst")
+	head -c $((size / 2)) "$T/blocks.zst" > "$T/cut.zst"
 	run -1 --separate-stderr sp-cat "$T/cut.zst"
 	[[ $stderr =~ record\ ([0-9]+): ]]
 	n=${BASH_REMATCH[1]}
