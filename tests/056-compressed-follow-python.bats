@@ -108,3 +108,19 @@ runpy.run_path(sys.argv[0], run_name="__main__")' "$READER" --count "$REC.raw"
 	[[ $output == *"cannot read '$T/bad.zst'"*"zstd"* ]]
 	[[ $output != *"is empty"* ]]
 }
+
+@test "sp-unwind -z and sp-symbolize -z: compressed stages whose records are the plain ones'" {
+	sp-unwind < "$REC.raw" > "$T/unw"
+	sp-unwind -z < "$REC.raw" > "$T/unw.zst"
+	[ "$(od -An -tx1 -N4 "$T/unw.zst" | tr -d ' ')" = 28b52ffd ]
+	sp-symbolize < "$T/unw" > "$T/sym" 2> /dev/null
+	sp-symbolize --compress=3 < "$T/unw.zst" > "$T/sym.zst" 2> /dev/null
+	[ "$(od -An -tx1 -N4 "$T/sym.zst" | tr -d ' ')" = 28b52ffd ]
+	# Only the header differs: its tool entries list the option.
+	cmp <(sp-cat "$T/unw" | tail -n +2) <(sp-cat "$T/unw.zst" | tail -n +2)
+	cmp <(sp-cat "$T/sym" | tail -n +2) <(sp-cat "$T/sym.zst" | tail -n +2)
+	sp-cat -t header "$T/sym.zst" | grep -q '"args":\["--compress=3"\]'
+	zstd -q -t "$T/unw.zst" "$T/sym.zst"
+	cmp <(sp-fold < "$T/sym") <(sp-fold < "$T/sym.zst")
+	run -3 sp-unwind --compress=23 "$REC.raw"
+}

@@ -463,15 +463,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		case 'C': parse_cpus(c, optarg); break;
 		case 'o': c->output = optarg; break;
 		case 'z': c->compress = SP_ZSTD_DEFAULT_LEVEL; break;
-		case COMPRESS:
-			c->compress = SP_ZSTD_DEFAULT_LEVEL;
-			if (optarg && (sp_parse_u64(optarg, (uint64_t)sp_zstd_max_level(), &v) < 0 ||
-				       v < (uint64_t)sp_zstd_min_level()))
-				sp_usage_error("invalid --compress level '%s': give %d to %d", optarg,
-					       sp_zstd_min_level(), sp_zstd_max_level());
-			if (optarg)
-				c->compress = (int)v;
-			break;
+		case COMPRESS: c->compress = sp_parse_compress(optarg); break;
 		case 'F':
 			c->o.frequency = parse_frequency(optarg);
 			c->o.frequency_arg = optarg;
@@ -1063,8 +1055,7 @@ int main(int argc, char **argv)
 		sp_die(SP_EXIT_FATAL, "%s", sp_errmsg(-1));
 	struct sp_capture *r = sp_recorder_capture(rec);
 	struct sp_writer *w = sp_recorder_writer(rec);
-	if (c.compress && sp_writer_compress(w, c.compress) < 0)
-		sp_die(SP_EXIT_FATAL, "%s", sp_writer_error(w));
+	sp_compress_output(w, c.compress);
 
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGINT, &sa, NULL);

@@ -17,6 +17,7 @@
 #include "stream/stream.h"
 #include "stream/header.h"
 #include "stream/sniff.h"
+#include "stream/zstd.h"
 #include "tool.h"
 
 const char *sp_progname = "stackpulse";
@@ -223,6 +224,24 @@ size_t sp_parse_max_record(const char *arg)
 	if (sp_parse_u64(arg, 1u << 30, &v) < 0 || v < 64)
 		sp_usage_error("invalid --max-record '%s' (64 to 1073741824)", arg);
 	return (size_t)v;
+}
+
+int sp_parse_compress(const char *arg)
+{
+	uint64_t v;
+	if (!arg)
+		return SP_ZSTD_DEFAULT_LEVEL;
+	if (sp_parse_u64(arg, (uint64_t)sp_zstd_max_level(), &v) < 0 ||
+	    v < (uint64_t)sp_zstd_min_level())
+		sp_usage_error("invalid --compress level '%s': give %d to %d", arg,
+			       sp_zstd_min_level(), sp_zstd_max_level());
+	return (int)v;
+}
+
+void sp_compress_output(struct sp_writer *w, int level)
+{
+	if (level && sp_writer_compress(w, level) < 0)
+		sp_die(SP_EXIT_FATAL, "%s", sp_writer_error(w));
 }
 
 int sp_show_version(void)
