@@ -90,6 +90,10 @@ same() {
 	[ "$(summary "$T/z.sps" samples)" -gt 200 ]
 	sp-unwind "$T/z.sps" | sp-symbolize | sp-fold > "$T/z.folded"
 	grep -q 'leaf_compute' "$T/z.folded"
+	# --stack-size auto's calibration, recorded into memory, goes out compressed too.
+	run -0 sp-capture -q -z --stack-size auto -F 999 -o "$T/auto.sps" -- "$WORKLOADS/spin" 1.5
+	zstd -q -t "$T/auto.sps"
+	[ "$(summary "$T/auto.sps" stack_size_chosen)" -gt 0 ]
 	# A level, and levels libzstd has not.
 	run -0 sp-capture -q --compress=19 -F 999 -o "$T/z19.sps" -- "$WORKLOADS/spin" 0.5
 	[ "$(summary "$T/z19.sps" samples)" -gt 50 ]
