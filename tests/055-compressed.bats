@@ -196,3 +196,30 @@ PY
 	run -0 bash -c 'cat "$1" | dd bs=7 status=none | sp-cat | wc -l' sh "$T/two.zst"
 	[ "$output" -eq $((2 * n)) ]
 }
+
+@test "a frame that decompresses to exactly the reader's first buffer (256 KiB) ends cleanly" {
+	# The recording's first records, a padding record and its summary: 262144 bytes.
+	/usr/bin/python3 - "$REC.raw" "$T/exact.sps" <<'PY'
+import sys, msgpack
+data = open(sys.argv[1], "rb").read()
+u = msgpack.Unpacker(raw=True, strict_map_key=False, max_buffer_size=len(data))
+u.feed(data)
+ends = []
+for r in u:
+    ends.append(u.tell())
+summary = data[ends[-2]:ends[-1]]
+cut = max(e for e in ends if e <= 262144 - 100000)
+n = 262144 - cut - len(summary) - 16
+pad = b"\x82\xa1t\xa5x-pad\xa1p\xc6" + n.to_bytes(4, "big") + bytes(n)
+out = data[:cut] + pad + summary
+assert len(out) == 262144
+open(sys.argv[2], "wb").write(out)
+PY
+	zstd -q -o "$T/exact.zst" "$T/exact.sps"
+	run -0 sp-cat < "$T/exact.sps"
+	printf '%s' "$output" > "$T/plain.json"
+	run -0 sp-cat < "$T/exact.zst"
+	printf '%s' "$output" > "$T/zst.json"
+	cmp "$T/plain.json" "$T/zst.json"
+	[[ $output == *'"t":"summary"'* ]]
+}

@@ -233,8 +233,9 @@ long sp_zin_read(struct sp_zin *z, void *out, size_t cap)
 		}
 		z->pos += i.pos;
 		z->used += i.pos;
+		/* A frame decoded to its end (0) has nothing more to give. */
 		z->in_frame = ret != 0;
-		z->full = o.pos == o.size;
+		z->full = z->in_frame && o.pos == o.size;
 		if (i.pos == 0 && o.pos == made)
 			break;
 	}
@@ -243,12 +244,12 @@ long sp_zin_read(struct sp_zin *z, void *out, size_t cap)
 
 bool sp_zin_at_end(const struct sp_zin *z)
 {
-	return !z->in_frame && !z->full && z->pos == z->len;
+	return !z->in_frame && z->pos == z->len;
 }
 
 int sp_zin_truncated(struct sp_zin *z)
 {
-	if (z->in_frame || z->full)
+	if (z->in_frame)
 		snprintf(z->why, sizeof(z->why), "compressed input ends inside the zstd frame "
 			 "at compressed byte offset %" PRIu64 ", cut at byte %" PRIu64,
 			 z->frame, sp_zin_offset(z) + (z->len - z->pos));
