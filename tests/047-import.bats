@@ -299,3 +299,16 @@ PYEOF
 	[ "$(lines "$T/new.txt")" -ge 100 ]
 	diff "$T/new.txt" "$T/old.txt"
 }
+
+@test "sp-import -z: the same stream, compressed" {
+	local c=$TOP/fuzz/corpus/fuzz-import
+	run -0 sp-import -q -o "$T/plain.sps" "$c/file-dwarf"
+	run -0 sp-import -q -z -o "$T/z.sps" "$c/file-dwarf"
+	[ "$(od -An -tx1 -N4 "$T/z.sps" | tr -d ' ')" = 28b52ffd ]
+	cmp <(sp-cat "$T/plain.sps" | tail -n +2) <(sp-cat "$T/z.sps" | tail -n +2)
+	zstd -q -t "$T/z.sps"
+	# perf record -z's records, in the seed fuzz/make-corpus-import writes.
+	run -0 sp-import -q -o "$T/pz.sps" "$c/pipe-zstd"
+	run -0 sp-import -q -o "$T/pp.sps" "$c/pipe-fp"
+	cmp <(sp-cat "$T/pz.sps" | tail -n +2) <(sp-cat "$T/pp.sps" | tail -n +2)
+}
