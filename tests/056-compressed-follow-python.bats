@@ -124,3 +124,24 @@ runpy.run_path(sys.argv[0], run_name="__main__")' "$READER" --count "$REC.raw"
 	cmp <(sp-fold < "$T/sym") <(sp-fold < "$T/sym.zst")
 	run -3 sp-unwind --compress=23 "$REC.raw"
 }
+
+@test "a followed compressed file ends at its summary, before its writer ends the frame" {
+	/usr/bin/python3 -c 'import zstandard' || skip "python3-zstandard is not installed"
+	# The whole recording in flushed blocks, the frame not ended, as
+	# sp-capture -z leaves it between its summary and its last write.
+	/usr/bin/python3 - "$REC.raw" "$T/open.zst" <<'PY'
+import sys, zstandard
+z = zstandard.ZstdCompressor(write_checksum=True).compressobj()
+out = z.compress(open(sys.argv[1], "rb").read()) + z.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+open(sys.argv[2], "wb").write(out)
+PY
+	# A writer holds the file open, so the follower does not end for want of one.
+	exec 7>> "$T/open.zst"
+	run -0 --separate-stderr timeout 30 sp-cat -f "$T/open.zst"
+	exec 7>&-
+	[[ $output == *'"t":"summary"'* ]]
+	[ "${#lines[@]}" -eq "$(sp-cat "$REC.raw" | wc -l)" ]
+	# Read as a finished file, the same bytes are a cut frame.
+	run -1 --separate-stderr sp-cat "$T/open.zst"
+	[[ $stderr == *"compressed input ends inside the zstd frame"* ]]
+}

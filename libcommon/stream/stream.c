@@ -612,8 +612,13 @@ static int reader_fill_zstd(struct sp_reader *r)
 			return f;
 		if (f < 0)
 			return -1;
-		/* Stopped: what the frame held so far was handed out; no fault. */
-		if (f == 0 && (sp_zin_at_end(r->z) || (r->stop && *r->stop)))
+		/*
+		 * Stopped, or a followed file's summary read (its writer ends
+		 * the frame in a later write, which the follower need not wait
+		 * for): what the frame held so far was handed out; no fault.
+		 */
+		if (f == 0 && (sp_zin_at_end(r->z) || (r->stop && *r->stop) ||
+			       (r->fw && r->saw_summary)))
 			return 0;
 		if (f == 0) {
 			sp_zin_truncated(r->z);
