@@ -3,7 +3,10 @@
 """A reader of stackpulse streams (format/sp-stream.md), for your own tools.
 
 It needs Python 3.7 or later and the msgpack package (Debian:
-python3-msgpack), nothing else.  Import it, or run it:
+python3-msgpack), and for a compressed stream (sp-capture -z, or a stream
+file compressed with zstd) the zstandard package (Debian:
+python3-zstandard); without it a compressed stream is refused, naming the
+package.  Import it, or run it:
 
     python3 sp_stream.py [--count | --folded] FILE
 
@@ -39,6 +42,11 @@ from collections import Counter
 
 import msgpack
 
+try:
+    import zstandard
+except ImportError:
+    zstandard = None
+
 # The flag bits of a symbolized frame record, and of an unwound stack's
 # frame (the format's FRAMES: the low two bits of the latter are its kind).
 SYM_HIDDEN, SYM_INLINE, SYM_MARKER, SYM_KERNEL, SYM_JIT = 0x1, 0x2, 0x8, 0x100, 0x200
@@ -58,11 +66,77 @@ class StreamError(Exception):
 # A record is at most this long unless the reader is told otherwise (LIMITS).
 MAX_RECORD = 1048576
 
+# What begins a zstd frame: its magic number, or a skippable frame's.
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+def _zstd_magic(b):
+    return b[:4] == ZSTD_MAGIC or (len(b) >= 4 and b[0] & 0xf0 == 0x50 and b[1:4] == b"\x2a\x4d\x18")
+
+
+class _CompressedError(Exception):
+    """A fault of the compressed input, raised out of the unpacker's reads."""
+
+
+class _Input:
+    """The binary file f as the unpacker reads it: its first bytes (head)
+    given back first, and when they begin a zstd frame every byte after
+    decompressed, frame after frame (the format's COMPRESSION: a stream
+    compressed from its first byte to its last)."""
+
+    def __init__(self, f, head):
+        self.f, self.head, self.out = f, head, b""
+        self.zstd = _zstd_magic(head)
+        self.frame = None       # the frame being decompressed
+        self.read_bytes = 0     # compressed bytes read
+        if self.zstd and zstandard is None:
+            raise _CompressedError("the stream is compressed (zstd) and the Python module "
+                                   "zstandard is not installed (Debian: python3-zstandard); "
+                                   "or decompress it first: zstd -d")
+
+    def _next(self):
+        data, self.head = self.head or self.f.read(4096), b""
+        self.read_bytes += len(data)
+        return data
+
+    def _decompress(self, data):
+        try:
+            while data:
+                if self.frame is None or self.frame.eof:
+                    self.frame = zstandard.ZstdDecompressor().decompressobj()
+                self.out += self.frame.decompress(data)
+                data = self.frame.unused_data if self.frame.eof else b""
+        except zstandard.ZstdError as e:
+            raise _CompressedError("corrupt zstd data, in the compressed bytes up to "
+                                   "%d: %s" % (self.read_bytes, e))
+
+    def read(self, n=-1):
+        if not self.zstd:
+            data = self.head[:n] if n >= 0 else self.head
+            self.head = self.head[len(data):]
+            return data or self.f.read(n)
+        while not self.out:
+            data = self._next()
+            if not data:
+                if self.frame is not None and not self.frame.eof:
+                    raise _CompressedError("the compressed stream ends inside a zstd "
+                                           "frame, at compressed byte %d" % self.read_bytes)
+                return b""
+            self._decompress(data)
+        data = self.out[:n] if n >= 0 else self.out
+        self.out = self.out[len(data):]
+        return data
+
 
 def records(f, max_record=MAX_RECORD):
     """Yields (offset, record) for each record of the binary file f, checking
     what the format's READING A STREAM asks: maps with a string 't', a
-    header first, of this format and major version."""
+    header first, of this format and major version.  A compressed stream
+    is decompressed; offsets are those of the decompressed stream."""
+    try:
+        f = _Input(f, f.read(4))
+    except _CompressedError as e:
+        raise StreamError(str(e), 0, 0)
     unpacker = msgpack.Unpacker(f, raw=False, strict_map_key=False,
                                 unicode_errors="surrogateescape",
                                 max_buffer_size=max_record)
@@ -79,10 +153,16 @@ def records(f, max_record=MAX_RECORD):
         except msgpack.BufferFull:
             raise StreamError("a record longer than the limit of %d bytes" % max_record,
                               offset, index)
+        except _CompressedError as e:
+            raise StreamError(str(e), offset, index)
         except (ValueError, msgpack.UnpackException) as e:
             raise StreamError("not MessagePack (%s)" % (str(e) or type(e).__name__),
                               offset, index)
         if not isinstance(r, dict) or not isinstance(r.get("t"), str):
+            if r == 0x28 or (isinstance(r, int) and 0x50 <= r <= 0x5f):
+                raise StreamError("not a record, perhaps a zstd frame after plain records: "
+                                  "sp_stream.py reads a stream compressed from its first "
+                                  "byte, or a plain one", offset, index)
             raise StreamError("not a record (a map with a string 't')", offset, index)
         if index == 0 and r["t"] != "header":
             raise StreamError("the first record is not a header", offset, index)

@@ -16,7 +16,14 @@
  *     knows for its type, renders it with sp_json_render(), parses that
  *     rendering back with sp_json_parse() and compares the MessagePack
  *     with the record's canonical encoding (msgpack_pack_object()), which
- *     must equal the raw bytes whenever the raw bytes are canonical.
+ *     must equal the raw bytes whenever the raw bytes are canonical;
+ *   - from a record boundary where a zstd frame begins, checks records
+ *     against their own bytes, since they are decompressed;
+ *   - compresses the input into zstd frames through the writer, flushing
+ *     where the input's first bytes say, and reads it back: the records,
+ *     offsets and final status must be those of the plain input; then
+ *     the same with the compressed bytes cut short, which must give a
+ *     prefix of those records and an error.
  *
  * Any broken invariant calls abort().  Nothing is printed on success and
  * everything is freed before returning.
@@ -31,6 +38,7 @@
 #include "stream/json.h"
 #include "stream/record.h"
 #include "stream/stream.h"
+#include "stream/zstd.h"
 
 /* Keeps the reads of string and binary bytes from being optimised away. */
 static volatile unsigned sink;
@@ -224,12 +232,18 @@ static void check_record(struct sp_reader *r, const struct sp_record *rec,
 {
 	const char *why = NULL, *key = NULL;
 
-	/* The record is the next bytes of the input, exactly framed. */
+	/* The record is the next bytes of the input (decompressed: data NULL), exactly framed. */
 	check(rec->offset == expect_offset && rec->index == expect_index);
-	check(rec->raw_len > 0 && rec->offset + rec->raw_len <= size);
-	check(memcmp(rec->raw, data + rec->offset, rec->raw_len) == 0);
-	check(sp_msgpack_frame(data + rec->offset, size - rec->offset, SP_MAX_DEPTH,
-			       &why) == (long)rec->raw_len);
+	check(rec->raw_len > 0);
+	if (data) {
+		check(rec->offset + rec->raw_len <= size);
+		check(memcmp(rec->raw, data + rec->offset, rec->raw_len) == 0);
+		check(sp_msgpack_frame(data + rec->offset, size - rec->offset, SP_MAX_DEPTH,
+				       &why) == (long)rec->raw_len);
+	} else {
+		check(sp_msgpack_frame((const unsigned char *)rec->raw, rec->raw_len,
+				       SP_MAX_DEPTH, &why) == (long)rec->raw_len);
+	}
 	check(sp_reader_offset(r) == rec->offset + rec->raw_len);
 	check(sp_reader_records(r) == rec->index + 1);
 	if (!rec->map) {
@@ -316,8 +330,12 @@ static void check_record(struct sp_reader *r, const struct sp_record *rec,
 	msgpack_sbuffer_destroy(&back);
 }
 
-/* Reads the whole input from fd through a reader with the given limit. */
-static void read_stream(int fd, const unsigned char *data, size_t size,
+/*
+ * Reads the whole input from fd through a reader with the given limit,
+ * passing the types of pass_through on undecoded.  Returns whether it
+ * was all plain (no zstd frame at a record boundary).
+ */
+static bool read_stream(int fd, const unsigned char *data, size_t size,
 			size_t max_record, uint64_t pass_through)
 {
 	struct sp_record rec;
@@ -331,13 +349,21 @@ static void read_stream(int fd, const unsigned char *data, size_t size,
 	sp_reader_pass_through(r, pass_through);
 	check(sp_reader_header(r) == NULL);
 
-	while ((st = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
+	const unsigned char *plain = data;
+	for (;;) {
+		/* Where a frame's magic number stands, the reader decompresses. */
+		if (plain && offset < size && sp_zstd_magic(data + offset, size - offset) != 0)
+			plain = NULL;
+		if ((st = sp_reader_next(r, &rec)) != SP_READ_RECORD)
+			break;
 		check(rec.raw_len <= max_record);
-		check_record(r, &rec, data, size, offset, index);
+		check_record(r, &rec, plain, size, offset, index);
 		offset += rec.raw_len;
 		index++;
 	}
-	if (st == SP_READ_END) {
+	if (st == SP_READ_END && !plain) {
+		check(sp_reader_offset(r) == offset);
+	} else if (st == SP_READ_END) {
 		/* A clean end only at the end of the input. */
 		check(offset == size && sp_reader_offset(r) == size);
 	} else {
@@ -349,6 +375,58 @@ static void read_stream(int fd, const unsigned char *data, size_t size,
 	}
 	check(sp_reader_records(r) == index);
 	sp_reader_free(r);
+	return plain != NULL;
+}
+
+/* Writes data into a new memfd through a compressing writer, flushing every step bytes. */
+static int compress_into_memfd(const unsigned char *data, size_t size, size_t step)
+{
+	int fd = memfd_create("fuzz-reader-zstd", MFD_CLOEXEC);
+	check(fd >= 0);
+	struct sp_writer *w = sp_writer_new(fd, "fuzz");
+	check(w != NULL && sp_writer_compress(w, 1) == 0);
+	for (size_t at = 0; at < size; at += step) {
+		size_t n = size - at < step ? size - at : step;
+		check(sp_writer_raw(w, data + at, n) == 0);
+		check(sp_writer_flush(w) == 0);
+	}
+	check(sp_writer_close(w) == 0);
+	return fd;
+}
+
+/*
+ * Reads the plain input (pfd) and its compressed form (zfd, of which only
+ * the first zlen bytes when cut) in step: the same records, and when not
+ * cut the same end; when cut, a prefix of them and an error.
+ */
+static void read_compressed(int pfd, int zfd, size_t max_record, bool cut)
+{
+	struct sp_record prec, zrec;
+	enum sp_read_status ps, zs;
+	check(lseek(pfd, 0, SEEK_SET) == 0 && lseek(zfd, 0, SEEK_SET) == 0);
+	struct sp_reader *p = sp_reader_new(pfd, "plain"), *z = sp_reader_new(zfd, "zstd");
+	check(p && z);
+	sp_reader_set_max_record(p, max_record);
+	sp_reader_set_max_record(z, max_record);
+	for (;;) {
+		zs = sp_reader_next(z, &zrec);
+		ps = sp_reader_next(p, &prec);
+		if (zs != SP_READ_RECORD)
+			break;
+		check(ps == SP_READ_RECORD);
+		check(zrec.offset == prec.offset && zrec.index == prec.index);
+		check(zrec.raw_len == prec.raw_len && memcmp(zrec.raw, prec.raw, prec.raw_len) == 0);
+	}
+	if (cut) {
+		/* Cut to nothing, the input is empty. */
+		check(zs == (lseek(zfd, 0, SEEK_END) > 0 ? SP_READ_ERROR : SP_READ_END));
+	} else {
+		check(zs == ps);
+		check(sp_reader_offset(z) == sp_reader_offset(p));
+	}
+	check(zs != SP_READ_ERROR || sp_reader_error(z)[0] != '\0');
+	sp_reader_free(p);
+	sp_reader_free(z);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -371,10 +449,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(k > 0);
 		done += (size_t)k;
 	}
-	read_stream(fd, data, size, 64u << 10, 0);
+	bool plain = read_stream(fd, data, size, 64u << 10, 0);
 	read_stream(fd, data, size, 64, 0);
 	/* Every type a stage may pass on undecoded. */
 	read_stream(fd, data, size, 64u << 10, ~0ull);
+
+	/* The same input compressed: what the reader gives must not change. */
+	if (plain && size > 0) {
+		size_t step = 1 + (size_t)data[0] * 3 + (size > 1 ? data[1] : 0);
+		int zfd = compress_into_memfd(data, size, step);
+		read_compressed(fd, zfd, 64u << 10, false);
+		read_compressed(fd, zfd, 64, false);
+		off_t zlen = lseek(zfd, 0, SEEK_END);
+		check(zlen > 0 && ftruncate(zfd, zlen - 1 - (off_t)(data[size - 1] % zlen)) == 0);
+		read_compressed(fd, zfd, 64u << 10, true);
+		close(zfd);
+	}
 	close(fd);
 	return 0;
 }

@@ -38,8 +38,8 @@ bench_workloads() {
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
 		   "12 system-wide" "13 --stack-size auto" "14 off-CPU" \
 		   "15 --call-graph fp and dwarf" "16 perf.data import" "17 mappings" \
-		   "18 symbolizers" "21a first runs" "21b the same, a 1 s recording" \
-		   "21c the same, a C++ program"; do
+		   "18 symbolizers" "19 compressed streams" "21a first runs" \
+		   "21b the same, a 1 s recording" "21c the same, a C++ program"; do
 		[[ "$output" == *"$fig"* ]]
 	done
 	# Every target is judged (met, not met, or why not), never left blank.
@@ -61,10 +61,26 @@ bench_workloads() {
 	check_stackauto_rows "$out"
 	check_offcpu_rows "$out"
 	check_fp_rows "$out"
+	check_compress_rows "$out"
 	check_first_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
 	run -0 comm -13 <(echo "$before") <(bench_maps)
 	[ -z "$output" ]
+}
+
+# check_compress_rows OUTPUT: figure 19 has sp-capture's bytes per sample
+# and recorder CPU, plain and -z, with perf's beside them (or "perf
+# unavailable"), and -z's ratio to plain.
+check_compress_rows() {
+	local -
+	set -o pipefail
+	local fig r='( \[[^]]*\])?'
+	fig=$(grep -A 11 '^19 compressed streams' <<< "$1")
+	grep -qE "^   bytes per sample, plain +[1-9][0-9]*$r +([1-9][0-9]*|perf unavailable)" <<< "$fig"
+	grep -qE "^   bytes per sample, -z +[1-9][0-9]*$r +([1-9][0-9]*|perf unavailable)" <<< "$fig"
+	grep -qE "^   -z against plain: bytes per sample +0\.[0-9]+ " <<< "$fig"
+	grep -qE "^   recorder user\+sys, -z +[0-9.]+s$r +([0-9.]+s|perf unavailable)" <<< "$fig"
+	grep -qE "^   recorder user\+sys per 1000 samples, -z +[0-9]+ms$r " <<< "$fig"
 }
 
 # check_first_rows OUTPUT: figure 21 has, for each of its three

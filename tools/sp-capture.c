@@ -28,6 +28,7 @@
 #include "stream/header.h"
 #include "capture/recorder.h"
 #include "stream/stream.h"
+#include "stream/zstd.h"
 #include "tool.h"
 #include "unwind/stage.h"
 #include "util/alloc.h"
@@ -71,6 +72,8 @@ static void usage(void)
 	       "  -C, --cpu CPUS            with or without -a: only these CPUs, a list\n"
 	       "                            as 0,2-3\n"
 	       "  -o, --output FILE         write the stream to FILE (default: standard output)\n"
+	       "  -z, --compress[=LEVEL]    write the stream in zstd frames at LEVEL (%d to %d,\n"
+	       "                            default %d); every tool reads it as it is\n"
 	       "  -F, --frequency HZ|max    samples per second per thread (default %u);\n"
 	       "                            max: the kernel's current cap\n"
 	       "      --freq HZ|max         the same as --frequency\n"
@@ -129,8 +132,9 @@ static void usage(void)
 	       "every target has exited (with -a, only at --duration or on a signal);\n"
 	       "the stream always ends with a summary record.\n"
 	       "\n" SP_EXIT_STATUS_HELP,
-	       sp_progname, sp_progname, sp_progname, sp_progname, sp_progname, SP_DEFAULT_FREQUENCY, SP_DEFAULT_STACK_SIZE,
-	       SP_MAX_STACK_SIZE);
+	       sp_progname, sp_progname, sp_progname, sp_progname, sp_progname,
+	       sp_zstd_min_level(), sp_zstd_max_level(), SP_ZSTD_DEFAULT_LEVEL,
+	       SP_DEFAULT_FREQUENCY, SP_DEFAULT_STACK_SIZE, SP_MAX_STACK_SIZE);
 }
 
 struct cli {
@@ -146,6 +150,7 @@ struct cli {
 	const char *pid_file;
 	char **command;
 	bool quiet;
+	int compress;		/* -z: the zstd level, 0 for none */
 	bool force;		/* --force: a rate or ring that will not keep up */
 	bool allow_empty;	/* --allow-empty: 0 samples is not an error */
 	bool stack_size_given;	/* --stack-size or --call-graph dwarf,SIZE */
@@ -395,7 +400,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 	enum { MAX_RATE = 256, STACK_SIZE, KERNEL, INHERIT, NO_INHERIT, DESCENDANTS,
 	       REFRESH, NO_STOP, DURATION, POLL_MS, MMAP_PAGES, START_TS, INTERVAL,
 	       KALLSYMS_OUT, ARCHIVE, NAME, PID_FILE, STOP, FORCE, ALLOW_EMPTY,
-	       CALL_GRAPH, EVENT_FALLBACK, OFF_CPU, CALIBRATE };
+	       CALL_GRAPH, EVENT_FALLBACK, OFF_CPU, CALIBRATE, COMPRESS };
 	bool stop_given = false;
 	static const struct option longopts[] = {
 		{ "pid", required_argument, NULL, 'p' },
@@ -406,6 +411,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "stop", no_argument, NULL, STOP },
 		{ "output", required_argument, NULL, 'o' },
+		{ "compress", optional_argument, NULL, COMPRESS },
 		{ "frequency", required_argument, NULL, 'F' },
 		{ "freq", required_argument, NULL, 'F' },
 		{ "max-rate", no_argument, NULL, MAX_RATE },
@@ -446,7 +452,7 @@ static void parse_args(struct cli *c, int argc, char **argv)
 	c->o.poll_ms = 100;
 	c->inherit = -1;
 	/* '+': options end at the first non-option, the command. */
-	while ((opt = getopt_long(argc, argv, "+p:t:o:F:aC:e:c:qhV", longopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+p:t:o:zF:aC:e:c:qhV", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'p': parse_ids(&c->pids, &c->npids, &c->allocpids, optarg, "pid"); break;
 		case 't': parse_ids(&c->tids, &c->ntids, &c->alloctids, optarg, "tid"); break;
@@ -456,6 +462,8 @@ static void parse_args(struct cli *c, int argc, char **argv)
 		case 'a': c->all_cpus = true; break;
 		case 'C': parse_cpus(c, optarg); break;
 		case 'o': c->output = optarg; break;
+		case 'z': c->compress = SP_ZSTD_DEFAULT_LEVEL; break;
+		case COMPRESS: c->compress = sp_parse_compress(optarg); break;
 		case 'F':
 			c->o.frequency = parse_frequency(optarg);
 			c->o.frequency_arg = optarg;
@@ -1047,6 +1055,7 @@ int main(int argc, char **argv)
 		sp_die(SP_EXIT_FATAL, "%s", sp_errmsg(-1));
 	struct sp_capture *r = sp_recorder_capture(rec);
 	struct sp_writer *w = sp_recorder_writer(rec);
+	sp_compress_output(w, c.compress);
 
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGINT, &sa, NULL);
@@ -1185,7 +1194,7 @@ int main(int argc, char **argv)
 		status = SP_EXIT_PARTIAL;
 	if (status == SP_EXIT_OK)
 		status = check_samples(&c, r, mono_s() - t0);
-	if (sp_writer_flush(w) < 0 && status == SP_EXIT_OK)
+	if (sp_writer_end(w) < 0 && status == SP_EXIT_OK)
 		status = sp_write_failed(errno);
 	sp_recorder_free(rec);
 	sp_calib_free(cal);

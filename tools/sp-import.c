@@ -27,6 +27,7 @@ static void usage(void)
 	       "standard input, which may be perf's pipe mode ('perf record -o -').\n"
 	       "\n"
 	       "  -o, --output FILE      write the stream to FILE\n"
+	       "  -z, --compress[=LEVEL] write it in zstd frames (level 1 to 22, default 1)\n"
 	       "  -q, --quiet            no line of counts at the end\n"
 	       "  -h, --help             show this help\n"
 	       "  -V, --version          show the version\n"
@@ -55,8 +56,10 @@ static int open_perfdata(const char *path)
 
 int main(int argc, char **argv)
 {
+	enum { COMPRESS = 256 };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "compress", optional_argument, NULL, COMPRESS },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -64,12 +67,14 @@ int main(int argc, char **argv)
 	};
 	const char *output = NULL;
 	bool quiet = false;
-	int c;
+	int c, compress = 0;
 
 	sp_tool_init(argv[0]);
-	while ((c = getopt_long(argc, argv, "o:qhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:zqhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
+		case 'z': compress = sp_parse_compress(NULL); break;
+		case COMPRESS: compress = sp_parse_compress(optarg); break;
 		case 'q': quiet = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
 		case 'V': return sp_show_version();
@@ -88,6 +93,7 @@ int main(int argc, char **argv)
 	struct sp_perf_import *im = w ? sp_perf_import_new(infd, w, "sp-import", argc, argv) : NULL;
 	if (!w || !im)
 		sp_die(SP_EXIT_FATAL, "out of memory");
+	sp_compress_output(w, compress);
 
 	int status = SP_EXIT_OK;
 	int st = sp_perf_import_run(im);

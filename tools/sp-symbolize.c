@@ -24,7 +24,7 @@
 #include "tool.h"
 
 /* Options of the tool itself; the symbolizer's follow from SYM_OPT. */
-enum { MAX_RECORD = 256, ALLOW_EMPTY, SYM_OPT };
+enum { MAX_RECORD = 256, ALLOW_EMPTY, COMPRESS, SYM_OPT };
 
 /* See the end of main(). */
 static struct sp_symbolizer *volatile left_to_exit;
@@ -94,7 +94,8 @@ static void usage(void)
 	printf("Usage: %s [options] [FILE]\n"
 	       "Name the frames of an unwound stackpulse stream.\n"
 	       "\n"
-	       "  -o, --output FILE         write the symbolized stream to FILE\n",
+	       "  -o, --output FILE         write the symbolized stream to FILE\n"
+	       "  -z, --compress[=LEVEL]    write it in zstd frames (level 1 to 22, default 1)\n",
 	       sp_progname);
 	for (int i = 0; i < SP_SYM_OPT_COUNT; i++) {
 		const struct sp_sym_option *o = &sp_sym_options[i];
@@ -237,8 +238,9 @@ static int check_names(struct sp_namer *sym, bool allow_empty)
 /* The tool's own long options, then the symbolizer's. */
 static const struct option *long_options(void)
 {
-	static struct option longopts[SP_SYM_OPT_COUNT + 7] = {
+	static struct option longopts[SP_SYM_OPT_COUNT + 8] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "compress", optional_argument, NULL, COMPRESS },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "max-record", required_argument, NULL, MAX_RECORD },
 		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
@@ -246,7 +248,7 @@ static const struct option *long_options(void)
 		{ "version", no_argument, NULL, 'V' },
 	};
 	for (int i = 0; i < SP_SYM_OPT_COUNT; i++)
-		longopts[6 + i] = (struct option){ sp_sym_options[i].name,
+		longopts[7 + i] = (struct option){ sp_sym_options[i].name,
 			sp_sym_options[i].arg ? required_argument : no_argument, NULL, SYM_OPT + i };
 	return longopts;
 }
@@ -279,12 +281,12 @@ int main(int argc, char **argv)
 	const char *output = NULL, *input;
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
 	bool allow_empty = false, follow = false;
-	int c;
+	int c, compress = 0;
 
 	sp_tool_init(argv[0]);
 	if (!opts)
 		symbolizer_failed();
-	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:zfhV", longopts, NULL)) != -1) {
 		if (c >= SYM_OPT && c < SYM_OPT + SP_SYM_OPT_COUNT) {
 			if (sp_symbolizer_options_set(opts, sp_sym_options[c - SYM_OPT].name, optarg) < 0)
 				symbolizer_failed();
@@ -292,6 +294,8 @@ int main(int argc, char **argv)
 		}
 		switch (c) {
 		case 'o': output = optarg; break;
+		case 'z': compress = sp_parse_compress(NULL); break;
+		case COMPRESS: compress = sp_parse_compress(optarg); break;
 		case 'f': follow = true; break;
 		case MAX_RECORD: max_record = sp_parse_max_record(optarg); break;
 		case ALLOW_EMPTY: allow_empty = true; break;
@@ -321,6 +325,7 @@ int main(int argc, char **argv)
 				     : sp_reader_new(infd, input ? input : "-");
 	if (!w || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
+	sp_compress_output(w, compress);
 	sp_reader_set_max_record(r, max_record);
 	/* Samples are copied as they are: the stage after this one reads them. */
 	sp_reader_pass_through(r, 1ull << SP_R_SAMPLE);

@@ -33,6 +33,7 @@ static void usage(void)
 	       "FILE is '-' or absent for standard input.\n"
 	       "\n"
 	       "  -o, --output FILE      write the unwound stream to FILE\n"
+	       "  -z, --compress[=LEVEL] write it in zstd frames (level 1 to 22, default 1)\n"
 	       "      --root DIR         look recorded module paths up under DIR\n"
 	       "      --module-dir DIR   a directory in build-id layout (DIR/.build-id/xx/rest),\n"
 	       "                         searched before the recorded path; repeatable\n"
@@ -144,9 +145,10 @@ static void flush_out(void *w)
 int main(int argc, char **argv)
 {
 	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD, ARCHIVE, ENGINE,
-	       ALLOW_EMPTY };
+	       ALLOW_EMPTY, COMPRESS };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
+		{ "compress", optional_argument, NULL, COMPRESS },
 		{ "root", required_argument, NULL, ROOT },
 		{ "module-dir", required_argument, NULL, MODULE_DIR },
 		{ "archive", required_argument, NULL, ARCHIVE },
@@ -167,12 +169,14 @@ int main(int argc, char **argv)
 	bool follow = false, fp = true, allow_empty = false, use_lu = false;
 	unsigned max_depth = DEFAULT_MAX_DEPTH;
 	uint64_t v;
-	int c;
+	int c, compress = 0;
 
 	sp_tool_init(argv[0]);
-	while ((c = getopt_long(argc, argv, "o:fhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:zfhV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
+		case 'z': compress = sp_parse_compress(NULL); break;
+		case COMPRESS: compress = sp_parse_compress(optarg); break;
 		case ROOT:
 			check_dir("--root", optarg);
 			sp_modfile_search_set_root(&ms, optarg);
@@ -215,6 +219,8 @@ int main(int argc, char **argv)
 	int infd = follow ? sp_follow_input(input) : sp_open_input(input);
 	int outfd = sp_open_output(output, true);
 	struct sp_writer *w = sp_writer_new(outfd, output ? output : "-");
+	if (w)
+		sp_compress_output(w, compress);
 	struct sp_unwind_stage_options so = {
 		.uo = { .root = ms.root, .module_dirs = ms.dirs, .nmodule_dirs = ms.ndirs,
 			.max_depth = max_depth, .fp_fallback = fp },

@@ -17,6 +17,7 @@
 #include "stream/stream.h"
 #include "stream/header.h"
 #include "stream/sniff.h"
+#include "stream/zstd.h"
 #include "tool.h"
 
 const char *sp_progname = "stackpulse";
@@ -225,6 +226,24 @@ size_t sp_parse_max_record(const char *arg)
 	return (size_t)v;
 }
 
+int sp_parse_compress(const char *arg)
+{
+	uint64_t v;
+	if (!arg)
+		return SP_ZSTD_DEFAULT_LEVEL;
+	if (sp_parse_u64(arg, (uint64_t)sp_zstd_max_level(), &v) < 0 ||
+	    v < (uint64_t)sp_zstd_min_level())
+		sp_usage_error("invalid --compress level '%s': give %d to %d", arg,
+			       sp_zstd_min_level(), sp_zstd_max_level());
+	return (int)v;
+}
+
+void sp_compress_output(struct sp_writer *w, int level)
+{
+	if (level && sp_writer_compress(w, level) < 0)
+		sp_die(SP_EXIT_FATAL, "%s", sp_writer_error(w));
+}
+
 int sp_show_version(void)
 {
 	printf("%s %s (stackpulse, commit %s)\nLicense: MIT <https://spdx.org/licenses/MIT.html>\n",
@@ -326,7 +345,8 @@ static void refuse_kind(enum sp_sniff kind, const char *path, const char *name)
 		       "stream: record with sp-capture instead (there is no converter from "
 		       "perf.data)", name);
 	case SP_SNIFF_GZIP: unpack = "zcat"; break;
-	case SP_SNIFF_ZSTD: unpack = "zstdcat"; break;
+	case SP_SNIFF_ZSTD:
+		return;	/* the reader decompresses it */
 	case SP_SNIFF_XZ: unpack = "xzcat"; break;
 	case SP_SNIFF_BZIP2: unpack = "bzcat"; break;
 	case SP_SNIFF_ELF:
@@ -344,7 +364,7 @@ static void refuse_kind(enum sp_sniff kind, const char *path, const char *name)
 		return;
 	}
 	sp_die(SP_EXIT_FATAL, "%s is %s-compressed: %s %s | %s", name,
-	       strcmp(unpack, "zcat") == 0 ? "gzip" : unpack[0] == 'z' ? "zstd" :
+	       strcmp(unpack, "zcat") == 0 ? "gzip" :
 	       unpack[0] == 'x' ? "xz" : "bzip2", unpack, file, sp_progname);
 }
 
@@ -855,7 +875,7 @@ void sp_die_unread(struct sp_reader *r, const char *name)
 	size_t n = sp_reader_head(r, head, sizeof(head));
 	enum sp_sniff kind = sp_sniff(head, n);
 	refuse_kind(kind, path, shown);
-	if (kind == SP_SNIFF_EMPTY)
+	if (kind == SP_SNIFF_EMPTY || kind == SP_SNIFF_ZSTD)
 		sp_die(SP_EXIT_FATAL, "cannot read %s: %s", shown, sp_reader_error(r));
 	if (kind == SP_SNIFF_STREAM)
 		sp_die(SP_EXIT_FATAL, "%s begins as a stackpulse stream does, but not one record "

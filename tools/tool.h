@@ -62,6 +62,17 @@ char *sp_xstrdup(const char *s);
 /* --max-record BYTES: 64 to 1 GiB; a usage error otherwise. */
 size_t sp_parse_max_record(const char *arg);
 
+/*
+ * -z and --compress[=LEVEL] of a tool that writes a stream: the zstd
+ * level of arg (NULL: the default level); a level libzstd has not is a
+ * usage error.
+ */
+int sp_parse_compress(const char *arg);
+
+/* Makes w compress at level (0: not at all), or dies. */
+struct sp_writer;
+void sp_compress_output(struct sp_writer *w, int level);
+
 /* -V: prints "prog VERSION"; returns SP_EXIT_OK. */
 int sp_show_version(void);
 

@@ -207,13 +207,23 @@ static void refuse(struct sp_source *s)
 	unsigned char head[16];
 	size_t n = sp_reader_head(s->r, head, sizeof(head));
 	const char *what = NULL;
-	switch (sp_sniff(head, n)) {
+	/*
+	 * Nothing decompressed (a compressed input corrupt from its start), or
+	 * a frame inside the decompressed bytes: the reader's own message.
+	 */
+	enum sp_sniff kind = sp_sniff(head, n);
+	if ((kind == SP_SNIFF_EMPTY || kind == SP_SNIFF_ZSTD) && sp_reader_failed(s->r)) {
+		sp_error_set(&s->err, SP_ERR_BAD_INPUT, "cannot read '%s': %s", s->name,
+			     sp_reader_error(s->r));
+		return;
+	}
+	switch (kind) {
 	case SP_SNIFF_PERF_DATA:
 		what = "a perf.data file (from perf record), not a stackpulse stream: "
 		       "record with sp-capture instead";
 		break;
-	case SP_SNIFF_GZIP: case SP_SNIFF_ZSTD: case SP_SNIFF_XZ: case SP_SNIFF_BZIP2:
-		what = "compressed, not a stackpulse stream: uncompress it first";
+	case SP_SNIFF_GZIP: case SP_SNIFF_XZ: case SP_SNIFF_BZIP2:
+		what = "compressed, not with zstd, so not read: uncompress it first";
 		break;
 	case SP_SNIFF_ELF:
 		what = "an ELF file (a program or library), not a stackpulse stream";

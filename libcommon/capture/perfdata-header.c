@@ -217,9 +217,15 @@ int sp_pd_take_feature(struct sp_perf_import *im, int feat, const unsigned char 
 		}
 		break;
 	}
-	case FEAT_COMPRESSED:
+	case FEAT_COMPRESSED: {
+		/* version, type, level, ratio, mmap_len: u32 each. */
+		cur_u32(&c);
+		uint32_t type = cur_u32(&c);
 		im->compressed_feature = true;
+		if (!c.bad)
+			im->comp_type = type;
 		break;
+	}
 	default:
 		break;
 	}

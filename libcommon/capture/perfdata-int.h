@@ -6,6 +6,7 @@
  *                       and the stream's header made from them
  *   perfdata-records.c  each kernel record put in a ring's layout and
  *                       given to the capture layer's converters
+ *   perfdata-compressed.c  perf record -z's COMPRESSED records, decompressed
  *
  * Functions returning int return 0 or -1 with the message in im->err.
  */
@@ -90,6 +91,7 @@ struct sp_perf_import {
 	char **cmdline;
 	size_t ncmdline;
 	bool have_clock_data, compressed_feature;
+	uint32_t comp_type;		/* the COMPRESSED feature's type (1: zstd), 0 unknown */
 	uint64_t clock_wall, clock_ref;
 	struct bid *bids;
 	size_t nbids, allocbids;
@@ -100,6 +102,11 @@ struct sp_perf_import {
 
 	unsigned char *rec;		/* the record read */
 	unsigned char *out;		/* it, in the capture layer's layout */
+
+	/* perf record -z: the decompressor and what it made that is not yet taken. */
+	struct sp_zin *zin;
+	unsigned char *zout;
+	size_t zlen;
 };
 
 /* Bounded readers of a record or a feature section. */
@@ -151,6 +158,11 @@ static inline bool sp_pd_attr_dwarf(const struct attr *a)
 /* perfdata.c: exactly n bytes at offset off of a seekable input; what names them in messages. */
 int sp_pd_read_at(struct sp_perf_import *im, void *dst, size_t n, uint64_t off,
 		  const char *what);
+/*
+ * perfdata.c: the record of size bytes in im->rec, read in the record at
+ * offset at (itself, or the COMPRESSED record it came in): 0, or -1.
+ */
+int sp_pd_take_record(struct sp_perf_import *im, uint64_t at, size_t size);
 
 /* perfdata-header.c */
 
@@ -178,5 +190,14 @@ int sp_pd_write_header(struct sp_perf_import *im);
 void sp_pd_convert_other(struct sp_perf_import *im, const unsigned char *rec, size_t size);
 bool sp_pd_convert_sample(struct sp_perf_import *im, const unsigned char *rec, size_t size,
 			  uint16_t misc);
+
+/*
+ * perfdata-compressed.c: the COMPRESSED record of size bytes in im->rec,
+ * at offset at, decompressed and each record complete in it taken.
+ */
+int sp_pd_take_compressed(struct sp_perf_import *im, uint64_t at, size_t size);
+/* At the end of the data: -1 when a decompressed record was left incomplete. */
+int sp_pd_compressed_end(struct sp_perf_import *im);
+void sp_pd_compressed_free(struct sp_perf_import *im);
 
 #endif

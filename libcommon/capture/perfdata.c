@@ -140,7 +140,7 @@ static int skip_payload(struct sp_perf_import *im, uint64_t n, uint64_t at, cons
 }
 
 /* One record of size bytes, read at offset at: 0, or -1 (fatal). */
-static int take_record(struct sp_perf_import *im, uint64_t at, size_t size)
+int sp_pd_take_record(struct sp_perf_import *im, uint64_t at, size_t size)
 {
 	const unsigned char *rec = im->rec;
 	struct perf_event_header h;
@@ -210,11 +210,7 @@ static int take_record(struct sp_perf_import *im, uint64_t at, size_t size)
 		memcpy(&u64, rec + 8, 8);
 		return skip_payload(im, u64, at, "AUX data");
 	case COMPRESSED:
-		return sp_error_set(&im->err, SP_ERR_UNSUPPORTED,
-				    "the perf.data holds compressed records (PERF_RECORD_COMPRESSED, "
-				    "perf record -z) at offset %llu: sp-import reads no zstd; "
-				    "decompress them with 'perf inject -i FILE -o NEW'",
-				    (unsigned long long)at);
+		return sp_pd_take_compressed(im, at, size);
 	case FINISHED_ROUND:
 		if (flush(im, im->prev_round_max) < 0)
 			return -1;
@@ -244,13 +240,13 @@ static int read_records(struct sp_perf_import *im)
 	for (;;) {
 		uint64_t at = im->off;
 		if (!im->pipe && at >= im->data_end)
-			return 0;
+			return sp_pd_compressed_end(im) < 0 ? 1 : 0;
 		struct perf_event_header h;
 		ssize_t k = in_read(im, &h, sizeof(h));
 		if (k < 0)
 			return -1;
 		if (k == 0)
-			return 0;
+			return sp_pd_compressed_end(im) < 0 ? 1 : 0;
 		if ((size_t)k < sizeof(h)) {
 			sp_error_set(&im->err, SP_ERR_BAD_INPUT,
 				     "perf.data is cut short at offset %llu: a record's header there "
@@ -274,7 +270,7 @@ static int read_records(struct sp_perf_import *im)
 		if ((size_t)k < h.size - sizeof(h))
 			return cut_short(im, at, &h, (uint64_t)k + sizeof(h));
 		im->st.records++;
-		if (take_record(im, at, h.size) < 0)
+		if (sp_pd_take_record(im, at, h.size) < 0)
 			return im->err.code == SP_ERR_BAD_INPUT ? 1 : -1;
 	}
 }
@@ -321,6 +317,7 @@ void sp_perf_import_free(struct sp_perf_import *im)
 	free(im->buf);
 	free(im->rec);
 	free(im->out);
+	sp_pd_compressed_free(im);
 	free(im);
 }
 

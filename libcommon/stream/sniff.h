@@ -2,6 +2,10 @@
  * What a file that a tool was given as a stream looks like, from its
  * first bytes: a stream, or one of the files people hand a profiler by
  * mistake (perf.data, a compressed stream, JSON lines, a program).
+ * A zstd-compressed stream is read (the reader decompresses it where a
+ * frame's magic number stands): tools refuse gzip, xz and bzip2 by name,
+ * and SP_SNIFF_ZSTD, seen in the bytes the reader decompressed, is a
+ * stream compressed twice.
  */
 #ifndef SP_SNIFF_H
 #define SP_SNIFF_H

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "stream/stream.h"
+#include "stream/zstd.h"
 #include "util/error.h"
 
 #define READ_CHUNK (256u * 1024)
@@ -35,6 +36,7 @@ struct sp_reader {
 	void (*idle)(void *arg);
 	void *idle_arg;
 	struct follow *fw;	/* following a path (sp_reader_follow()) */
+	struct sp_zin *z;	/* once the input turned compressed: buf holds its decompressed bytes */
 	msgpack_zone zone;
 	msgpack_object obj;
 	/* The current segment's header, kept in its own memory. */
@@ -77,8 +79,13 @@ static void reader_fail(struct sp_reader *r, uint64_t offset, enum sp_err code,
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	sp_error_set(&r->err, code, "byte offset %" PRIu64 ", record %" PRIu64 ": %s",
-		     offset, r->records, why);
+	if (r->z)
+		sp_error_set(&r->err, code, "byte offset %" PRIu64 " of the decompressed stream "
+			     "(compressed input read to byte %" PRIu64 "), record %" PRIu64 ": %s",
+			     offset, sp_zin_offset(r->z), r->records, why);
+	else
+		sp_error_set(&r->err, code, "byte offset %" PRIu64 ", record %" PRIu64 ": %s",
+			     offset, r->records, why);
 	r->failed = true;
 }
 
@@ -116,6 +123,7 @@ void sp_reader_free(struct sp_reader *r)
 		free(r->fw->path);
 		free(r->fw);
 	}
+	sp_zin_free(r->z);
 	msgpack_zone_destroy(&r->zone);
 	msgpack_zone_destroy(&r->hdr_zone);
 	free(r->hdr_raw);
@@ -170,6 +178,11 @@ void sp_reader_set_idle(struct sp_reader *r, void (*idle)(void *arg), void *arg)
 const char *sp_reader_error(const struct sp_reader *r)
 {
 	return sp_error_message(&r->err);
+}
+
+bool sp_reader_failed(const struct sp_reader *r)
+{
+	return r->failed;
 }
 
 uint64_t sp_reader_offset(const struct sp_reader *r)
@@ -295,6 +308,8 @@ static void follow_drop(struct sp_reader *r)
 	r->fd = -1;
 	r->start = r->end = 0;
 	r->buf_offset = 0;
+	sp_zin_free(r->z);
+	r->z = NULL;
 	r->records = 0;
 	r->have_header = false;
 	r->saw_summary = false;
@@ -526,10 +541,10 @@ struct sp_reader *sp_reader_follow(const char *path, volatile int *stop,
 }
 
 /*
- * Reads more input after the unread bytes.  Returns 1 when bytes were
- * added, 0 at the end of the input, -1 on a read error.
+ * Makes room after the unread bytes.  Returns 1, 0 when the buffer is
+ * at its limit (the caller reports the size limit), -1 on no memory.
  */
-static int reader_fill(struct sp_reader *r)
+static int reader_room(struct sp_reader *r)
 {
 	if (r->start > 0 && (r->start == r->end || r->cap - r->end < READ_CHUNK / 4)) {
 		memmove(r->buf, r->buf + r->start, r->end - r->start);
@@ -551,6 +566,15 @@ static int reader_fill(struct sp_reader *r)
 		r->buf = nb;
 		r->cap = ncap;
 	}
+	return 1;
+}
+
+/*
+ * Reads more of the input as it is, after the unread bytes.  Returns 1
+ * when bytes were added, 0 at the end of the input, -1 on a read error.
+ */
+static int reader_fill_raw(struct sp_reader *r)
+{
 	if (r->fw)
 		return follow_fill(r);
 	/* A pipe with nothing in it: let the tool flush before the wait. */
@@ -581,6 +605,91 @@ static int reader_fill(struct sp_reader *r)
 			r->idle(r->idle_arg);
 		sleep_ms(r->poll_ms);
 	}
+}
+
+/* A fault of the decompressor: its message, at the record it stopped. */
+static int reader_zfail(struct sp_reader *r)
+{
+	reader_fail(r, sp_reader_offset(r), SP_ERR_BAD_INPUT, "%s", sp_zin_error(r->z));
+	return -1;
+}
+
+/*
+ * reader_fill() of compressed input: decompresses what was read, reading
+ * more when all of it is, and takes plain bytes after the last frame as
+ * they are.
+ */
+static int reader_fill_zstd(struct sp_reader *r)
+{
+	for (;;) {
+		long n = sp_zin_read(r->z, r->buf + r->end, r->cap - r->end);
+		if (n < 0)
+			return reader_zfail(r);
+		const unsigned char *p;
+		if (n == 0 && (n = (long)sp_zin_take_plain(r->z, &p, r->cap - r->end)) > 0)
+			memcpy(r->buf + r->end, p, (size_t)n);
+		if (n > 0) {
+			r->end += (size_t)n;
+			return 1;
+		}
+		size_t old = r->end;
+		int f = reader_fill_raw(r);
+		if (!r->z)	/* a followed path started over: plain bytes again */
+			return f;
+		if (f < 0)
+			return -1;
+		/*
+		 * Stopped, or a followed file's summary read (its writer ends
+		 * the frame in a later write, which the follower need not wait
+		 * for): what the frame held so far was handed out; no fault.
+		 */
+		if (f == 0 && (sp_zin_at_end(r->z) || (r->stop && *r->stop) ||
+			       (r->fw && r->saw_summary)))
+			return 0;
+		if (f == 0) {
+			sp_zin_truncated(r->z);
+			return reader_zfail(r);
+		}
+		if (sp_zin_feed(r->z, r->buf + old, r->end - old) < 0) {
+			reader_fail(r, sp_reader_offset(r), SP_ERR_NOMEM, "out of memory");
+			return -1;
+		}
+		r->end = old;
+	}
+}
+
+/*
+ * Reads more input after the unread bytes.  Returns 1 when bytes were
+ * added, 0 at the end of the input, -1 on a read error.
+ */
+static int reader_fill(struct sp_reader *r)
+{
+	int k = reader_room(r);
+	if (k <= 0)
+		return k;
+	return r->z ? reader_fill_zstd(r) : reader_fill_raw(r);
+}
+
+/*
+ * The unread bytes begin a zstd frame, at a record boundary: from here
+ * the input is decompressed.  Returns 0, or -1 after reader_fail().
+ */
+static int reader_begin_zstd(struct sp_reader *r)
+{
+	size_t n = r->end - r->start;
+	if (r->z && sp_zin_unread(r->z, r->buf + r->start, n) < 0) {
+		reader_fail(r, sp_reader_offset(r), SP_ERR_BAD_INPUT,
+			    "a zstd frame begins inside the decompressed stream "
+			    "(was it compressed twice?)");
+		return -1;
+	}
+	if (!r->z && (!(r->z = sp_zin_new(sp_reader_offset(r))) ||
+		      sp_zin_feed(r->z, r->buf + r->start, n) < 0)) {
+		reader_fail(r, sp_reader_offset(r), SP_ERR_NOMEM, "out of memory");
+		return -1;
+	}
+	r->end = r->start;
+	return 0;
 }
 
 static const char *first_byte_kind(unsigned char b)
@@ -682,6 +791,21 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 	const char *why = NULL;
 	for (;;) {
 		size_t avail = r->end - r->start;
+		int zm = avail > 0 && !is_map_byte(r->buf[r->start]) ?
+			 sp_zstd_magic(r->buf + r->start, avail) : 0;
+		if (zm > 0) {
+			if (reader_begin_zstd(r) < 0)
+				return SP_READ_ERROR;
+			continue;
+		}
+		if (zm < 0) {
+			/* Too few bytes to tell a zstd frame's magic number. */
+			int f = reader_fill(r);
+			if (f < 0)
+				return SP_READ_ERROR;
+			if (f > 0)
+				continue;
+		}
 		if (avail > 0 && !is_map_byte(r->buf[r->start])) {
 			unsigned char b = r->buf[r->start];
 			if (r->records == 0 && avail >= 8 &&

@@ -18,7 +18,7 @@
 /* The format this code reads and writes. */
 #define SP_FORMAT_NAME "stackpulse"
 #define SP_FORMAT_MAJOR 1
-#define SP_FORMAT_MINOR 4
+#define SP_FORMAT_MINOR 5
 
 /* Default limits of a reader (both configurable). */
 #define SP_DEFAULT_MAX_RECORD (1u << 20)	/* bytes in one record */
@@ -123,6 +123,9 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec);
  */
 const char *sp_reader_error(const struct sp_reader *r);
 
+/* Whether the reader is in the error state (sp_reader_error() says why). */
+bool sp_reader_failed(const struct sp_reader *r);
+
 /* Byte offset of the next unread byte and the number of records read. */
 uint64_t sp_reader_offset(const struct sp_reader *r);
 uint64_t sp_reader_records(const struct sp_reader *r);
@@ -161,8 +164,26 @@ long sp_msgpack_frame(const unsigned char *p, size_t len, int max_depth,
  */
 struct sp_writer *sp_writer_new(int fd, const char *name);
 
-/* Flushes what is buffered, then frees; returns sp_writer_flush()'s status. */
+/* Ends the output (sp_writer_end()), then frees; returns its status. */
 int sp_writer_close(struct sp_writer *w);
+
+/*
+ * Compresses everything written from now on into zstd frames at level
+ * (format/sp-stream.md, "Compressed streams"), before the first byte is
+ * written.  Each sp_writer_flush() ends a zstd block, so a reader
+ * decompresses every record flushed at once; sp_writer_end() ends the
+ * frame.  Returns 0, or -1 with a message in sp_writer_error() (a level
+ * libzstd refuses, or bytes already written); the writer stays usable,
+ * uncompressed.
+ */
+int sp_writer_compress(struct sp_writer *w, int level);
+
+/*
+ * Flushes, and when compressing ends the zstd frame: the output is
+ * complete.  Returns what sp_writer_flush() does.  Bytes written after
+ * it begin a new frame.
+ */
+int sp_writer_end(struct sp_writer *w);
 
 /*
  * The msgpack packer that appends to the writer's buffer.  A write error

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "stream/stream.h"
+#include "stream/zstd.h"
 #include "util/alloc.h"
 #include "util/error.h"
 
@@ -21,11 +22,12 @@ struct sp_writer {
 	size_t cap;	/* bytes allocated at buf: WRITE_BUF, more while a map is open */
 	unsigned hold;	/* open sp_mapw maps: their bytes stay in buf, unflushed */
 	int err;	/* errno of the first failure, sticky */
+	struct sp_zout *z;	/* compressing (sp_writer_compress()) */
 	msgpack_packer pk;
 	struct sp_error error;
 };
 
-static int write_all(struct sp_writer *w, const char *p, size_t n)
+static int write_fd(struct sp_writer *w, const char *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t k = write(w->fd, p, n);
@@ -41,18 +43,73 @@ static int write_all(struct sp_writer *w, const char *p, size_t n)
 	return 0;
 }
 
-int sp_writer_flush(struct sp_writer *w)
+static int zsink(void *arg, const void *p, size_t n)
+{
+	return write_fd(arg, p, n);
+}
+
+/* Writes bytes out, through the compressor when there is one, ending its block or frame. */
+static int write_out(struct sp_writer *w, const char *p, size_t n, enum sp_zend end)
+{
+	if (!w->z)
+		return write_fd(w, p, n);
+	if (sp_zout_write(w->z, p, n, end, zsink, w) == 0)
+		return 0;
+	if (!w->err) {
+		w->err = errno;
+		sp_error_set(&w->error, SP_ERR_ERRNO, "cannot compress the output to '%s'", w->name);
+	}
+	return -1;
+}
+
+static int write_all(struct sp_writer *w, const char *p, size_t n)
+{
+	return write_out(w, p, n, SP_ZEND_CONTINUE);
+}
+
+/* Writes out everything buffered; with the compressor, ending a block (end) or the frame. */
+static int writer_drain(struct sp_writer *w, enum sp_zend end)
 {
 	if (w->err) {
 		errno = w->err;
 		return -1;
 	}
-	if (w->len > 0 && write_all(w, w->buf, w->len) < 0) {
+	if ((w->len > 0 || w->z) && write_out(w, w->buf, w->len, end) < 0) {
 		w->len = 0;
 		errno = w->err;
 		return -1;
 	}
 	w->len = 0;
+	return 0;
+}
+
+int sp_writer_flush(struct sp_writer *w)
+{
+	return writer_drain(w, SP_ZEND_FLUSH);
+}
+
+int sp_writer_end(struct sp_writer *w)
+{
+	return writer_drain(w, SP_ZEND_FRAME);
+}
+
+int sp_writer_compress(struct sp_writer *w, int level)
+{
+	if (w->z || w->bytes > 0 || w->len > 0) {
+		errno = EINVAL;
+		return sp_error_set(&w->error, SP_ERR_INVALID, "'%s': compression is chosen "
+				    "before the first byte", w->name);
+	}
+	if (level < sp_zstd_min_level() || level > sp_zstd_max_level()) {
+		errno = EINVAL;
+		return sp_error_set(&w->error, SP_ERR_INVALID, "zstd compression level %d is "
+				    "not between %d and %d", level, sp_zstd_min_level(),
+				    sp_zstd_max_level());
+	}
+	if (!(w->z = sp_zout_new(level))) {
+		errno = ENOMEM;
+		return sp_error_set(&w->error, SP_ERR_NOMEM, "cannot start zstd compression");
+	}
 	return 0;
 }
 
@@ -128,8 +185,9 @@ int sp_writer_close(struct sp_writer *w)
 {
 	if (!w)
 		return 0;
-	int rc = sp_writer_flush(w);
+	int rc = sp_writer_end(w);
 	int e = errno;
+	sp_zout_free(w->z);
 	free(w->buf);
 	free(w->name);
 	free(w);
@@ -144,7 +202,7 @@ msgpack_packer *sp_writer_packer(struct sp_writer *w)
 
 const char *sp_writer_error(const struct sp_writer *w)
 {
-	return w->err ? sp_error_message(&w->error) : "";
+	return w->err || w->error.code ? sp_error_message(&w->error) : "";
 }
 
 bool sp_writer_failed(const struct sp_writer *w)
