@@ -29,6 +29,16 @@ static size_t key_len[sizeof(sp_key_schema) / sizeof(sp_key_schema[0])];
 static size_t type_start[SP_R_COUNT + 1];
 static uint64_t type_required[SP_R_COUNT];	/* bit i: by_type[type_start[t] + i] */
 static size_t name_len[SP_R_COUNT];
+/* Type names by a hash of their first and last bytes and length; COLLIDED: look through all. */
+#define NAME_SLOTS 128
+#define COLLIDED 0xff
+static unsigned char by_name[NAME_SLOTS];
+
+static unsigned name_slot(const char *name, size_t len)
+{
+	return ((unsigned char)name[0] * 33u + (unsigned)len * 5u + (unsigned char)name[len - 1]) %
+	       NAME_SLOTS;
+}
 static pthread_once_t by_type_once = PTHREAD_ONCE_INIT;
 
 static void index_schema(void)
@@ -45,6 +55,10 @@ static void index_schema(void)
 			by_type[k++] = &sp_key_schema[i];
 		}
 		name_len[t] = strlen(rtype_names[t]);
+		if (t > 0) {
+			unsigned slot = name_slot(rtype_names[t], name_len[t]);
+			by_name[slot] = by_name[slot] ? COLLIDED : (unsigned char)t;
+		}
 	}
 	type_start[SP_R_COUNT] = k;
 }
@@ -70,6 +84,12 @@ const char *sp_vtype_name(enum sp_vtype v)
 enum sp_rtype sp_rtype_from_name(const char *name, size_t len)
 {
 	pthread_once(&by_type_once, index_schema);
+	if (len == 0)
+		return SP_R_UNKNOWN;
+	unsigned t0 = by_name[name_slot(name, len)];
+	if (t0 != COLLIDED)
+		return t0 && name_len[t0] == len && memcmp(rtype_names[t0], name, len) == 0 ?
+		       (enum sp_rtype)t0 : SP_R_UNKNOWN;
 	for (int t = 1; t < SP_R_COUNT; t++)
 		if (name_len[t] == len && rtype_names[t][0] == name[0] &&
 		    memcmp(rtype_names[t], name, len) == 0)

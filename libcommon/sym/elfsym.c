@@ -18,6 +18,7 @@
 #include "sym/symtab.h"
 #include "unwind/ehhdr.h"
 #include "util/alloc.h"
+#include "util/arena.h"
 #include "util/buildid.h"
 #include "util/hashmap.h"
 #include "util/modfile.h"
@@ -52,6 +53,7 @@ struct sp_elfsym {
 	struct sp_symtab syms;
 	const char *sym_origin;
 	struct sp_u64map cache;	/* address -> struct sp_symres */
+	struct sp_arena results;	/* where the cache's results are */
 	/*
 	 * Per compile unit (by its DIE's offset), its functions' address
 	 * ranges, sorted, made the first time an address falls in it: a
@@ -388,11 +390,11 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 	return e;
 }
 
+/* A result's own memory; the result is in the arena. */
 static void symres_free(void *v)
 {
 	struct sp_symres *r = v;
 	free(r->inl);
-	free(r);
 }
 
 void sp_elfsym_free(struct sp_elfsym *e)
@@ -406,6 +408,7 @@ void sp_elfsym_free(struct sp_elfsym *e)
 		dwfl_end(e->dwfl);
 	sp_symtab_release(&e->syms);
 	sp_u64map_release(&e->cache, symres_free);
+	sp_arena_release(&e->results);
 	sp_u64map_release(&e->cu_funcs, cu_funcs_free);
 	sp_u64map_release(&e->fn_scopes, fn_scopes_free);
 	sp_strpool_release(&e->names);
@@ -746,12 +749,11 @@ const struct sp_symres *sp_elfsym_lookup(struct sp_elfsym *e, uint64_t addr)
 	struct sp_symres *r = sp_u64map_get(&e->cache, addr);
 	if (r)
 		return r;
-	if (!(r = malloc(sizeof(*r))))
+	if (!(r = sp_arena_alloc(&e->results, sizeof(*r))))
 		return NULL;
 	resolve(e, addr, r);
 	if (sp_u64map_put(&e->cache, addr, r) < 0) {
 		free(r->inl);
-		free(r);
 		return NULL;
 	}
 	return r;

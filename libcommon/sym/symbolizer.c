@@ -10,6 +10,7 @@
 
 #include "stream/header.h"
 #include "sym/debuginfod.h"
+#include "util/arena.h"
 #include "stream/vocab.h"
 #include "sym/symbolizer.h"
 #include "sym/symtab.h"
@@ -107,6 +108,7 @@ struct sp_namer {
 	struct module *modules;		/* by id, this segment */
 	size_t nmodules, alloc_modules;
 	struct sp_hashmap frames;	/* struct frame, this segment */
+	struct sp_arena frame_arena;	/* where the frames are */
 	uint64_t nframes;
 
 	struct sp_elfsym *vdso;		/* this process's vDSO, for streams of this boot */
@@ -189,11 +191,6 @@ static void modsym_free(struct sp_hashmap_entry *e)
 	free(m);
 }
 
-static void frame_free(struct sp_hashmap_entry *e)
-{
-	free(sp_container_of(e, struct frame, e));
-}
-
 /* Reads the kallsyms that names kernel frames, once per boot of the stream. */
 static int kallsyms_load(struct sp_namer *sym, struct sp_error *err)
 {
@@ -257,7 +254,8 @@ static void reset_segment(struct sp_namer *sym)
 	for (size_t i = 0; i < sym->nmodules; i++)
 		free(sym->modules[i].path);
 	sym->nmodules = 0;
-	sp_hashmap_release(&sym->frames, frame_free);
+	sp_hashmap_release(&sym->frames, NULL);
+	sp_arena_release(&sym->frame_arena);
 	sp_hashmap_init(&sym->frames, frame_cmp);
 	sym->nframes = 0;
 	sp_perfmaps_reset(sym->perfmaps);
@@ -284,7 +282,8 @@ void sp_namer_free(struct sp_namer *sym)
 		return;
 	reset_segment(sym);
 	free(sym->modules);
-	sp_hashmap_release(&sym->frames, frame_free);
+	sp_hashmap_release(&sym->frames, NULL);
+	sp_arena_release(&sym->frame_arena);
 	sp_hashmap_release(&sym->modsyms, modsym_free);
 	sp_perfmaps_free(sym->perfmaps);
 	sp_jitdumps_free(sym->jitdumps);
@@ -710,15 +709,13 @@ int sp_namer_intern(struct sp_namer *sym, const struct sp_stack_frame *f, uint64
 		*id = sp_container_of(e, struct frame, e)->id;
 		return 0;
 	}
-	struct frame *fr = malloc(sizeof(*fr));
+	struct frame *fr = sp_arena_alloc(&sym->frame_arena, sizeof(*fr));
 	if (!fr)
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
 	*fr = key;
 	fr->id = sym->nframes;
-	if (sp_hashmap_add(&sym->frames, &fr->e) < 0) {
-		free(fr);
+	if (sp_hashmap_add(&sym->frames, &fr->e) < 0)
 		return sp_error_set(&sym->err, SP_ERR_NOMEM, "out of memory");
-	}
 	*id = sym->nframes++;
 	sym->fresh_id = *id;
 	sym->fresh = true;
