@@ -7,6 +7,7 @@
 #include "unit.h"
 #include "pack.h"
 #include "stream/json.h"
+#include "stream/record.h"
 #include "stream/records.h"
 #include "stream/stream.h"
 
@@ -261,4 +262,59 @@ SP_TEST(reader_head_is_the_input_a_reader_could_not_read)
 	SP_CHECK(sp_reader_head(r, head, sizeof(head)) == 0);
 	sp_reader_free(r);
 	fclose(f);
+}
+
+SP_TEST(record_types_are_found_by_name)
+{
+	for (int t = 1; t < SP_R_COUNT; t++) {
+		const char *n = sp_rtype_name((enum sp_rtype)t);
+		char longer[64];
+		snprintf(longer, sizeof(longer), "%sx", n);
+		SP_CHECK(sp_rtype_from_name(n, strlen(n)) == (enum sp_rtype)t);
+		SP_CHECK(sp_rtype_from_name(longer, strlen(longer)) == SP_R_UNKNOWN);
+		SP_CHECK(sp_rtype_from_name(n, strlen(n) - 1) == SP_R_UNKNOWN ||
+			 strlen(n) == 1);
+	}
+	SP_CHECK(sp_rtype_from_name("", 0) == SP_R_UNKNOWN);
+	SP_CHECK(sp_rtype_from_name("unknown", 7) == SP_R_UNKNOWN);
+}
+
+SP_TEST(mapw_short_keys_and_values_are_msgpack_s_own_bytes)
+{
+	static const uint64_t vals[] = { 0, 1, 127, 128, 255, 256, 65535, 65536,
+					 0xffffffffull, 0x100000000ull, UINT64_MAX };
+	static const char *const strs[] = { "", "a", "0123456789012345678901234567890",
+					    "01234567890123456789012345678901" };
+	struct capture a, b;
+	static unsigned char ba[4096], bb[4096];
+	cap_open(&a);
+	cap_open(&b);
+	struct sp_mapw m;
+	sp_mapw_begin(&m, a.w);
+	msgpack_packer *pk = sp_writer_packer(b.w);
+	size_t n = sizeof(vals) / sizeof(*vals) + 2 * sizeof(strs) / sizeof(*strs);
+	msgpack_pack_map(pk, n);
+	for (size_t i = 0; i < sizeof(vals) / sizeof(*vals); i++) {
+		sp_mapw_u64(&m, "k", vals[i]);
+		msgpack_pack_str(pk, 1);
+		msgpack_pack_str_body(pk, "k", 1);
+		msgpack_pack_uint64(pk, vals[i]);
+	}
+	for (size_t i = 0; i < sizeof(strs) / sizeof(*strs); i++) {
+		/* The string as key and as value, each side of the 31-byte fixstr. */
+		sp_mapw_str(&m, strs[i], "v");
+		sp_mapw_str(&m, "k", strs[i]);
+		msgpack_pack_str(pk, strlen(strs[i]));
+		msgpack_pack_str_body(pk, strs[i], strlen(strs[i]));
+		msgpack_pack_str(pk, 1);
+		msgpack_pack_str_body(pk, "v", 1);
+		msgpack_pack_str(pk, 1);
+		msgpack_pack_str_body(pk, "k", 1);
+		msgpack_pack_str(pk, strlen(strs[i]));
+		msgpack_pack_str_body(pk, strs[i], strlen(strs[i]));
+	}
+	SP_CHECK(sp_mapw_end(&m) == 0);
+	size_t na = cap_close(&a, ba, sizeof(ba)), nb = cap_close(&b, bb, sizeof(bb));
+	SP_CHECK(na == nb);
+	SP_CHECK_MEM(ba, bb, na);
 }

@@ -467,3 +467,24 @@ SP_TEST(symbolizer_trusts_only_safe_perf_maps)
 	unlink(path);
 	rmdir(dir);
 }
+
+SP_TEST(symtab_lookup_finds_an_outer_symbol_behind_many_inner_ones)
+{
+	struct sp_symtab t;
+	sp_symtab_init(&t);
+	/* One long symbol, then 40 short ones inside it, then one after. */
+	SP_CHECK(sp_symtab_add(&t, 0x1000, 0x1000, "outer", 5) == 0);
+	for (int i = 0; i < 40; i++)
+		SP_CHECK(sp_symtab_add(&t, 0x1010 + (uint64_t)i * 0x10, 8, "inner", 5) == 0);
+	SP_CHECK(sp_symtab_add(&t, 0x3000, 0x10, "after", 5) == 0);
+	sp_symtab_finish(&t);
+	SP_CHECK_STR(sp_symtab_find(&t, 0x1011)->name, "inner");
+	/* In a gap between inner ones: the outer symbol, 40 entries back. */
+	SP_CHECK_STR(sp_symtab_find(&t, 0x1019)->name, "outer");
+	SP_CHECK_STR(sp_symtab_find(&t, 0x1fff)->name, "outer");
+	SP_CHECK(sp_symtab_find(&t, 0x2000) == NULL);
+	SP_CHECK(sp_symtab_find(&t, 0xfff) == NULL);
+	SP_CHECK_STR(sp_symtab_find(&t, 0x3005)->name, "after");
+	SP_CHECK(sp_symtab_find(&t, 0x3010) == NULL);
+	sp_symtab_release(&t);
+}

@@ -9,12 +9,14 @@
 
 #include "unit.h"
 #include "util/alloc.h"
+#include "util/arena.h"
 #include "util/error.h"
 #include "util/hashmap.h"
 #include "util/jsonw.h"
 #include "util/search.h"
 #include "util/sha1.h"
 #include "util/strbuf.h"
+#include "util/strpool.h"
 #include "util/utf8.h"
 
 SP_TEST(alloc_grow_keeps_contents)
@@ -402,4 +404,56 @@ SP_TEST(sha1_known_digests)
 		snprintf(hex + 2 * k, 3, "%02x", out[k]);
 	SP_CHECK(strcmp(hex, "34aa973cd4c4daa4f61eeb2bdbad27316534016f") == 0);
 	close(fd);
+}
+
+static int made;
+
+static char *upper(const char *s, void *arg)
+{
+	(void)arg;
+	made++;
+	if (s[0] == 'k')	/* kept as it is */
+		return NULL;
+	char *u = strdup(s);
+	for (char *p = u; *p; p++)
+		if (*p >= 'a' && *p <= 'z')
+			*p = (char)(*p - 'a' + 'A');
+	return u;
+}
+
+SP_TEST(strpool_keeps_each_text_once_and_makes_it_once)
+{
+	struct sp_strpool p;
+	sp_strpool_init(&p, upper, NULL);
+	made = 0;
+	char a[] = "name", b[] = "name";
+	const char *x = sp_strpool_get(&p, a), *y = sp_strpool_get(&p, b);
+	SP_CHECK(x == y);
+	SP_CHECK_STR(x, "NAME");
+	SP_CHECK(made == 1);
+	SP_CHECK_STR(sp_strpool_get(&p, "keep"), "keep");
+	SP_CHECK(sp_strpool_get(&p, "keep") == sp_strpool_get(&p, "keep"));
+	SP_CHECK(made == 2);
+	SP_CHECK(sp_strpool_get(&p, NULL) == NULL);
+	SP_CHECK_STR(sp_strpool_get(&p, ""), "");
+	sp_strpool_release(&p);
+}
+
+SP_TEST(arena_aligns_and_keeps_every_allocation)
+{
+	struct sp_arena a = SP_ARENA_INIT;
+	unsigned char *v[3000];
+	for (int i = 0; i < 3000; i++) {
+		size_t n = 1 + (size_t)(i * 37) % 200 + (i == 1500 ? 200000 : 0);
+		v[i] = sp_arena_alloc(&a, n);
+		SP_CHECK(v[i] != NULL);
+		SP_CHECK(((uintptr_t)v[i] & 15) == 0);
+		memset(v[i], i & 0xff, n);
+	}
+	for (int i = 0; i < 3000; i++)
+		SP_CHECK(v[i][0] == (unsigned char)(i & 0xff));
+	sp_arena_release(&a);
+	SP_CHECK(a.head == NULL);
+	SP_CHECK(sp_arena_alloc(&a, 8) != NULL);
+	sp_arena_release(&a);
 }
