@@ -30,6 +30,7 @@ struct sp_presult {
 	enum sp_unwind_end end;
 	size_t off, n;
 	uint64_t used;		/* sp_unwinder_copy_used() after it */
+	int copy_status;	/* what sp_ustack_decode() returned */
 };
 
 /* A rule cached by a worker: (object index, 0, address) or (pid | JIT, code start, address). */
@@ -54,8 +55,6 @@ struct sp_census {
 struct sp_item {
 	struct sp_record rec;
 	struct sp_header hdr;		/* a header record: the segment's header */
-	const unsigned char *copy;	/* a sample: its full stack copy */
-	size_t len;
 	size_t sample;			/* its index among the batch's samples */
 };
 
@@ -67,6 +66,17 @@ struct sp_slot {
 	bool oom;
 };
 
+/* Memory handed out in order and taken back all at once, its blocks kept for reuse. */
+struct sp_arena_block {
+	struct sp_arena_block *next;
+	size_t size, used;
+	unsigned char data[];
+};
+
+struct sp_arena {
+	struct sp_arena_block *used, *spare;
+};
+
 /*
  * Records in input order.  The reader fills it, then it is read-only
  * but for each worker's slot and results (sample i is worker i % jobs's)
@@ -75,12 +85,13 @@ struct sp_slot {
 struct sp_batch {
 	struct sp_batch *next;
 	uint64_t seq;
-	msgpack_zone *zone;		/* the records' bytes, maps and stack copies */
+	struct sp_arena arena;		/* the records' bytes, maps and stack copies */
 	struct sp_item *items;
 	size_t nitems, allocitems;
 	size_t nsamples, bytes;
 	struct sp_presult *results;
-	struct sp_slot *slots;
+	size_t allocresults;
+	struct sp_slot *slots;		/* one per worker */
 	unsigned pending;		/* workers yet to go through it */
 };
 

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stream/ustack.h"
 #include "unwind/addrspace.h"
 #include "unwind/census.h"
 #include "unwind/parallel-int.h"
@@ -20,7 +19,7 @@
  */
 #define BATCH_SAMPLES 256
 #define BATCH_BYTES (4u << 20)
-#define ZONE_CHUNK (256u << 10)
+#define ARENA_BLOCK (1u << 20)
 /* Batches queued at most, per worker: the reader waits for room beyond. */
 #define QUEUED_PER_JOB 3
 
@@ -39,6 +38,7 @@ struct sp_unwind_par {
 	pthread_cond_t done;		/* a batch gone through, or closing: for the writer */
 	pthread_cond_t room;		/* a batch written: for the reader */
 	struct sp_batch *head, *tail;	/* queued, oldest first */
+	struct sp_batch *spare;		/* written, kept for reuse */
 	size_t nqueued, max_queued;
 	uint64_t next_seq;
 	bool closing;
@@ -47,7 +47,6 @@ struct sp_unwind_par {
 
 	/* The reader's. */
 	struct sp_batch *cur;		/* being filled */
-	struct sp_ustack_cache copies;
 	bool finished;
 
 	unsigned jobs;
@@ -123,6 +122,11 @@ static void replay_stats(void *engine, struct sp_unwind_stats *st)
 	*st = ((struct sp_unwind_par *)engine)->merged;
 }
 
+static int replay_copy_status(void *engine)
+{
+	return ((struct sp_unwind_par *)engine)->res->copy_status;
+}
+
 static const char *replay_denied(void *engine, uint32_t *pid, int *err)
 {
 	struct sp_unwind_par *p = engine;
@@ -133,7 +137,7 @@ static const char *replay_denied(void *engine, uint32_t *pid, int *err)
 
 static const struct sp_unwind_engine replay_engine = {
 	"stackpulse", replay_segment, replay_free, replay_unwind,
-	replay_chain, replay_copy_used, replay_stats, replay_denied,
+	replay_chain, replay_copy_used, replay_stats, replay_denied, replay_copy_status,
 };
 
 /* ---- merging the workers' counters ---- */
@@ -214,14 +218,48 @@ static void merge_census(struct sp_unwind_par *p, struct sp_batch *b)
 
 /* ---- batches ---- */
 
-static struct sp_batch *batch_new(void)
+static void *arena_alloc(struct sp_arena *a, size_t n)
 {
-	struct sp_batch *b = calloc(1, sizeof(*b));
-	if (b && !(b->zone = msgpack_zone_new(ZONE_CHUNK))) {
-		free(b);
-		return NULL;
+	n = (n + 7) & ~(size_t)7;
+	struct sp_arena_block *b = a->used;
+	if (b && b->size - b->used >= n) {
+		void *m = b->data + b->used;
+		b->used += n;
+		return m;
 	}
-	return b;
+	if (a->spare && a->spare->size >= n) {
+		b = a->spare;
+		a->spare = b->next;
+	} else {
+		size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
+		if (!(b = malloc(sizeof(*b) + size)))
+			return NULL;
+		b->size = size;
+	}
+	b->next = a->used;
+	a->used = b;
+	b->used = n;
+	return b->data;
+}
+
+static void arena_reset(struct sp_arena *a)
+{
+	while (a->used) {
+		struct sp_arena_block *b = a->used;
+		a->used = b->next;
+		b->next = a->spare;
+		a->spare = b;
+	}
+}
+
+static void arena_release(struct sp_arena *a)
+{
+	arena_reset(a);
+	while (a->spare) {
+		struct sp_arena_block *b = a->spare;
+		a->spare = b->next;
+		free(b);
+	}
 }
 
 static void batch_free(struct sp_batch *b, unsigned jobs)
@@ -235,24 +273,51 @@ static void batch_free(struct sp_batch *b, unsigned jobs)
 	free(b->slots);
 	free(b->results);
 	free(b->items);
-	msgpack_zone_free(b->zone);
+	arena_release(&b->arena);
 	free(b);
 }
 
+/* An empty batch: a written one again, its memory kept, or a new one. */
+static struct sp_batch *batch_get(struct sp_unwind_par *p)
+{
+	pthread_mutex_lock(&p->lock);
+	struct sp_batch *b = p->spare;
+	if (b)
+		p->spare = b->next;
+	pthread_mutex_unlock(&p->lock);
+	if (!b) {
+		if (!(b = calloc(1, sizeof(*b))) || !(b->slots = calloc(p->jobs, sizeof(*b->slots)))) {
+			free(b);
+			return NULL;
+		}
+		return b;
+	}
+	for (unsigned j = 0; j < p->jobs; j++) {
+		sp_census_free(b->slots[j].census);
+		b->slots[j].census = NULL;
+		b->slots[j].nframes = 0;
+		b->slots[j].oom = false;
+	}
+	arena_reset(&b->arena);
+	b->next = NULL;
+	b->nitems = b->nsamples = b->bytes = 0;
+	return b;
+}
+
 /* Where a string of the record lies in the copy of its bytes, or a copy of it. */
-static const char *relocate(msgpack_zone *z, const char *s, size_t n, const struct sp_record *rec,
+static const char *relocate(struct sp_arena *z, const char *s, size_t n, const struct sp_record *rec,
 			    const char *raw)
 {
 	if (!s || !n)
 		return s;
 	if (s >= rec->raw && s + n <= rec->raw + rec->raw_len)
 		return raw + (s - rec->raw);
-	char *c = msgpack_zone_malloc_no_align(z, n);
+	char *c = arena_alloc(z, n);
 	return c ? memcpy(c, s, n) : NULL;
 }
 
 /* A deep copy of o into the zone, its strings in the copy of the record's bytes. */
-static int copy_obj(msgpack_zone *z, const msgpack_object *o, msgpack_object *d,
+static int copy_obj(struct sp_arena *z, const msgpack_object *o, msgpack_object *d,
 		    const struct sp_record *rec, const char *raw)
 {
 	*d = *o;
@@ -269,7 +334,7 @@ static int copy_obj(msgpack_zone *z, const msgpack_object *o, msgpack_object *d,
 	}
 	case MSGPACK_OBJECT_ARRAY: {
 		uint32_t n = o->via.array.size;
-		msgpack_object *a = n ? msgpack_zone_malloc(z, n * sizeof(*a)) : NULL;
+		msgpack_object *a = n ? arena_alloc(z, n * sizeof(*a)) : NULL;
 		if (n && !a)
 			return -1;
 		d->via.array.ptr = a;
@@ -280,7 +345,7 @@ static int copy_obj(msgpack_zone *z, const msgpack_object *o, msgpack_object *d,
 	}
 	case MSGPACK_OBJECT_MAP: {
 		uint32_t n = o->via.map.size;
-		msgpack_object_kv *kv = n ? msgpack_zone_malloc(z, n * sizeof(*kv)) : NULL;
+		msgpack_object_kv *kv = n ? arena_alloc(z, n * sizeof(*kv)) : NULL;
 		if (n && !kv)
 			return -1;
 		d->via.map.ptr = kv;
@@ -295,56 +360,27 @@ static int copy_obj(msgpack_zone *z, const msgpack_object *o, msgpack_object *d,
 	}
 }
 
-/* A sample's full stack copy, decoded in input order (the shared tails) and kept. */
-static int copy_stack(struct sp_unwind_par *p, struct sp_batch *b, struct sp_item *it)
-{
-	const msgpack_object *m = it->rec.map;
-	uint64_t tid = 0, shared = 0;
-	const void *us = NULL;
-	size_t uslen = 0, len;
-	const unsigned char *copy;
-	sp_map_u64(m, "tid", &tid);
-	sp_map_u64(m, "ustack_shared", &shared);
-	if (!sp_map_bin(m, "ustack", &us, &uslen))
-		uslen = 0;
-	if (sp_ustack_decode(&p->copies, (uint32_t)tid, us, uslen, shared, &copy, &len) < 0)
-		return -1;
-	unsigned char *c = len ? msgpack_zone_malloc_no_align(b->zone, len) : NULL;
-	if (len && !c)
-		return -1;
-	if (len)
-		memcpy(c, copy, len);
-	it->copy = c;
-	it->len = len;
-	b->bytes += len;
-	return 0;
-}
-
-static int add_item(struct sp_unwind_par *p, struct sp_batch *b, const struct sp_record *rec,
-		    const struct sp_header *hdr)
+static int add_item(struct sp_batch *b, const struct sp_record *rec, const struct sp_header *hdr)
 {
 	if (SP_ALLOC_GROW(b->items, b->nitems + 1, b->allocitems) < 0)
 		return -1;
 	struct sp_item *it = &b->items[b->nitems];
-	char *raw = msgpack_zone_malloc_no_align(b->zone, rec->raw_len ? rec->raw_len : 1);
-	msgpack_object *map = msgpack_zone_malloc(b->zone, sizeof(*map));
+	char *raw = arena_alloc(&b->arena, rec->raw_len ? rec->raw_len : 1);
+	msgpack_object *map = arena_alloc(&b->arena, sizeof(*map));
 	if (!raw || !map)
 		return -1;
 	memcpy(raw, rec->raw, rec->raw_len);
 	*it = (struct sp_item){ .rec = *rec, .sample = SP_PAR_NO_SAMPLE };
 	it->rec.raw = raw;
 	it->rec.map = map;
-	it->rec.type_name = relocate(b->zone, rec->type_name, rec->type_len, rec, raw);
-	if (copy_obj(b->zone, rec->map, map, rec, raw) < 0)
+	it->rec.type_name = relocate(&b->arena, rec->type_name, rec->type_len, rec, raw);
+	if (copy_obj(&b->arena, rec->map, map, rec, raw) < 0)
 		return -1;
 	b->bytes += rec->raw_len;
 	if (rec->type == SP_R_HEADER) {
 		it->hdr = *hdr;
 		it->hdr.map = map;
-		sp_ustack_cache_release(&p->copies);
 	} else if (rec->type == SP_R_SAMPLE) {
-		if (copy_stack(p, b, it) < 0)
-			return -1;
 		it->sample = b->nsamples++;
 	}
 	b->nitems++;
@@ -459,9 +495,10 @@ static void *write_all(void *arg)
 		if (!p->head)
 			p->tail = NULL;
 		p->nqueued--;
+		b->next = p->spare;
+		p->spare = b;
 		pthread_cond_signal(&p->room);
 		pthread_mutex_unlock(&p->lock);
-		batch_free(b, p->jobs);
 	}
 	if (unflushed)
 		sp_writer_flush(p->w);
@@ -474,9 +511,7 @@ static int send_batch(struct sp_unwind_par *p)
 	struct sp_batch *b = p->cur;
 	if (!b || !b->nitems)
 		return 0;
-	b->results = malloc((b->nsamples ? b->nsamples : 1) * sizeof(*b->results));
-	b->slots = calloc(p->jobs, sizeof(*b->slots));
-	if (!b->results || !b->slots)
+	if (SP_ALLOC_GROW(b->results, b->nsamples, b->allocresults) < 0)
 		return -1;
 	b->pending = p->jobs;
 	p->cur = NULL;
@@ -514,9 +549,9 @@ int sp_unwind_par_record(struct sp_unwind_par *p, const struct sp_record *rec,
 	int how = stopped(p, err);
 	if (how)
 		return how;
-	if (!p->cur && !(p->cur = batch_new()))
+	if (!p->cur && !(p->cur = batch_get(p)))
 		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
-	if (add_item(p, p->cur, rec, hdr) < 0)
+	if (add_item(p->cur, rec, hdr) < 0)
 		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
 	if ((p->cur->nsamples >= BATCH_SAMPLES || p->cur->bytes >= BATCH_BYTES ||
 	     rec->type == SP_R_SUMMARY) && send_batch(p) < 0)
@@ -599,7 +634,6 @@ struct sp_unwind_par *sp_unwind_par_new(const struct sp_unwind_stage_options *o,
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
 	pthread_cond_init(&p->room, NULL);
-	sp_ustack_cache_init(&p->copies);
 	p->jobs = jobs ? jobs : 1;
 	p->max_queued = (size_t)p->jobs * QUEUED_PER_JOB;
 	p->w = w;
@@ -631,12 +665,15 @@ void sp_unwind_par_free(struct sp_unwind_par *p)
 		next = b->next;
 		batch_free(b, p->jobs);
 	}
+	for (struct sp_batch *b = p->spare, *next; b; b = next) {
+		next = b->next;
+		batch_free(b, p->jobs);
+	}
 	batch_free(p->cur, p->jobs);
 	for (unsigned j = 0; p->workers && j < p->jobs; j++)
 		sp_pworker_free(p->workers[j].pw);
 	free(p->workers);
 	sp_unwind_stage_free(p->stage);
-	sp_ustack_cache_release(&p->copies);
 	free(p->denied);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->work);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "stream/header.h"
+#include "stream/ustack.h"
 #include "unwind/addrspace.h"
 #include "unwind/arch.h"
 #include "unwind/census.h"
@@ -20,6 +21,7 @@ struct sp_pworker {
 	struct sp_unwinder *u;
 	struct sp_unwind_options uo;
 	struct sp_unwind_regmap regs;	/* the segment's architecture */
+	struct sp_ustack_cache copies;	/* the last full stack copy of each thread */
 	bool refused;			/* the stage refuses the segment: nothing to unwind */
 	struct sp_uframe *uframes;
 	uint64_t *chain;
@@ -33,6 +35,7 @@ struct sp_pworker *sp_pworker_new(const struct sp_unwind_options *o, unsigned id
 	w->id = id;
 	w->jobs = jobs;
 	w->uo = *o;
+	sp_ustack_cache_init(&w->copies);
 	sp_unwind_regmap_native(&w->regs, &sp_arch_x86_64);
 	w->as = sp_addrspaces_new();
 	w->u = sp_unwinder_new(&w->uo);
@@ -52,6 +55,7 @@ void sp_pworker_free(struct sp_pworker *w)
 	if (w->as)
 		sp_addrspaces_free(w->as, sp_unwinder_free_object);
 	sp_unwinder_free(w->u);
+	sp_ustack_cache_release(&w->copies);
 	free(w->uframes);
 	free(w->chain);
 	free(w);
@@ -76,6 +80,7 @@ static int begin_segment(struct sp_pworker *w, const struct sp_item *it)
 	if (w->refused)
 		return 0;
 	sp_addrspaces_reset(w->as, sp_unwinder_free_object);
+	sp_ustack_cache_release(&w->copies);
 	sp_unwinder_free(w->u);
 	w->uo.this_host = sp_header_same_boot(it->rec.map);
 	w->uo.regs = &w->regs;
@@ -83,17 +88,39 @@ static int begin_segment(struct sp_pworker *w, const struct sp_item *it)
 	return w->u ? 0 : -1;
 }
 
+/*
+ * A sample's full stack copy: every worker rebuilds every sample's, in
+ * input order, since a copy shares its tail with the thread's last one.
+ */
+static int rebuild_copy(struct sp_pworker *w, const msgpack_object *m,
+			const unsigned char **copy, size_t *len)
+{
+	uint64_t tid = 0, shared = 0;
+	const void *us = NULL;
+	size_t uslen = 0;
+	sp_map_u64(m, "tid", &tid);
+	sp_map_u64(m, "ustack_shared", &shared);
+	if (!sp_map_bin(m, "ustack", &us, &uslen))
+		uslen = 0;
+	return sp_ustack_decode(&w->copies, (uint32_t)tid, us, uslen, shared, copy, len);
+}
+
 /* The user frames of a sample, into its result and the worker's slot. */
 static int unwind_sample(struct sp_pworker *w, struct sp_batch *b, const struct sp_item *it)
 {
 	const msgpack_object *m = it->rec.map;
+	const unsigned char *copy;
+	size_t len;
+	int rc = rebuild_copy(w, m, &copy, &len);
+	if (it->sample % w->jobs != w->id || rc < 0)
+		return rc;
 	struct sp_presult *res = &b->results[it->sample];
 	struct sp_slot *slot = &b->slots[w->id];
 	unsigned max_depth = w->uo.max_depth;
 	uint64_t pid = 0, abi = 0;
 	size_t nr, nu = 0;
 	bool full = false;
-	*res = (struct sp_presult){ SP_END_COMPLETE, slot->nframes, 0, 0 };
+	*res = (struct sp_presult){ SP_END_COMPLETE, slot->nframes, 0, 0, rc };
 	sp_map_u64(m, "pid", &pid);
 	sp_map_u64(m, "abi", &abi);
 	sp_map_bool(m, "ustack_full", &full);
@@ -117,7 +144,7 @@ static int unwind_sample(struct sp_pworker *w, struct sp_batch *b, const struct 
 		for (size_t i = 0; i < nr; i++)
 			r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
 			       regs->ptr[i].via.u64 : 0;
-		res->end = sp_unwind(w->u, w->as, (uint32_t)pid, r, nr, it->copy, it->len, full,
+		res->end = sp_unwind(w->u, w->as, (uint32_t)pid, r, nr, copy, len, full,
 				     w->uframes, max_depth, &nu);
 		res->used = sp_unwinder_copy_used(w->u);
 	}
@@ -190,7 +217,7 @@ static int follow(struct sp_pworker *w, struct sp_batch *b, const struct sp_item
 	case SP_R_HEADER:
 		return begin_segment(w, it);
 	case SP_R_SAMPLE:
-		return it->sample % w->jobs == w->id ? unwind_sample(w, b, it) : 0;
+		return unwind_sample(w, b, it);
 	case SP_R_SUMMARY:
 		b->slots[w->id].census = take_census(w);
 		return b->slots[w->id].census ? 0 : -1;

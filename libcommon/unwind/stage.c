@@ -297,9 +297,10 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 	s->samples++;
 
 	/* The full copy: this sample's bytes, then the shared tail. */
-	const unsigned char *copy;
-	size_t len;
-	int rc = sp_ustack_decode(&s->copies, (uint32_t)tid, us, uslen, shared, &copy, &len);
+	const unsigned char *copy = NULL;
+	size_t len = 0;
+	int rc = s->lu && s->engine->copy_status ? s->engine->copy_status(s->lu) :
+		 sp_ustack_decode(&s->copies, (uint32_t)tid, us, uslen, shared, &copy, &len);
 	if (rc < 0) {
 		s->oom = true;
 		return;

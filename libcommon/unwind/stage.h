@@ -43,7 +43,9 @@ struct sp_unwind_engine {
 	 * it.  chain resolves a frame-pointer callchain as sp_unwind_chain()
 	 * does; copy_used is sp_unwinder_copy_used() of the last stack;
 	 * stats and denied give the unwind record's unwinder counters and
-	 * the module denied.
+	 * the module denied.  With copy_status, the stage rebuilds no stack
+	 * copy (the engine is given none): it returns what sp_ustack_decode()
+	 * returned for the sample where it was unwound.
 	 */
 	enum sp_unwind_end (*chain)(void *engine, struct sp_addrspaces *a, uint32_t pid,
 				    const uint64_t *ips, size_t nips, bool full,
@@ -51,6 +53,7 @@ struct sp_unwind_engine {
 	uint64_t (*copy_used)(void *engine);
 	void (*stats)(void *engine, struct sp_unwind_stats *st);
 	const char *(*denied)(void *engine, uint32_t *pid, int *err);
+	int (*copy_status)(void *engine);
 };
 
 struct sp_unwind_stage_options {
