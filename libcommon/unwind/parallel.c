@@ -17,11 +17,11 @@
  * at a summary, and whenever the input is idle (sp_unwind_par_flush()),
  * so that a live stream flows at once.
  */
-#define BATCH_SAMPLES 256
+#define BATCH_SAMPLES 128
 #define BATCH_BYTES (4u << 20)
-#define ARENA_BLOCK (1u << 20)
+#define ARENA_BLOCK (256u << 10)
 /* Batches queued at most, per worker: the reader waits for room beyond. */
-#define QUEUED_PER_JOB 3
+#define QUEUED_PER_JOB 2
 
 struct worker {
 	struct sp_unwind_par *p;
