@@ -3,6 +3,7 @@
  * reader, the queue the workers and the writer take them from, and the
  * writer's stage, whose engine replays the workers' stacks.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -598,26 +599,34 @@ const struct sp_unwind_stage *sp_unwind_par_stage(const struct sp_unwind_par *p)
 	return p->stage;
 }
 
+/* Starts the threads with every signal blocked: the caller's thread takes them. */
+static int start_threads(struct sp_unwind_par *p)
+{
+	sigset_t all, old;
+	int rc = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned j = 0; j < p->jobs && rc == 0; j++) {
+		struct worker *w = &p->workers[j];
+		if ((rc = pthread_create(&w->th, NULL, work, w)) == 0)
+			w->started = true;
+	}
+	if (rc == 0 && (rc = pthread_create(&p->writer, NULL, write_all, p)) == 0)
+		p->writer_started = true;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
 /* Makes the workers and starts the threads: 0, -1 out of memory, or pthread_create's error. */
 static int start(struct sp_unwind_par *p, const struct sp_unwind_stage_options *o)
 {
-	int rc;
 	for (unsigned j = 0; j < p->jobs; j++) {
 		struct worker *w = &p->workers[j];
 		w->p = p;
 		if (!(w->pw = sp_pworker_new(&o->uo, j, p->jobs)))
 			return -1;
 	}
-	for (unsigned j = 0; j < p->jobs; j++) {
-		struct worker *w = &p->workers[j];
-		if ((rc = pthread_create(&w->th, NULL, work, w)) != 0)
-			return rc;
-		w->started = true;
-	}
-	if ((rc = pthread_create(&p->writer, NULL, write_all, p)) != 0)
-		return rc;
-	p->writer_started = true;
-	return 0;
+	return start_threads(p);
 }
 
 struct sp_unwind_par *sp_unwind_par_new(const struct sp_unwind_stage_options *o, unsigned jobs,
