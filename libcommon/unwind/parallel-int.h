@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
  * How the files of the parallel driver (parallel.h) divide the work:
- * parallel.c the batches, the queue, the reader's side and the writer;
- * pworker.c a worker's unwinder and its share of the samples.  What
- * they share, and who may touch it when, is here.
+ * parallel.c the queue, the threads, the reader's and the writer's
+ * loops; pbatch.c the batches' memory and the records copied in;
+ * pworker.c a worker's unwinder and its share of the samples; preplay.c
+ * the writer stage's engine and the workers' counters merged.  What they
+ * share, and who may touch it when, is here.
  */
 #ifndef SP_UNWIND_PARALLEL_INT_H
 #define SP_UNWIND_PARALLEL_INT_H
@@ -94,6 +96,39 @@ struct sp_batch {
 	struct sp_slot *slots;		/* one per worker */
 	unsigned pending;		/* workers yet to go through it */
 };
+
+/* pbatch.c: memory for a batch's records; NULL when it runs out. */
+void *sp_arena_alloc(struct sp_arena *a, size_t n);
+/* Takes every allocation back, keeping the blocks. */
+void sp_arena_reset(struct sp_arena *a);
+void sp_arena_release(struct sp_arena *a);
+
+/*
+ * pbatch.c: copies a record, its map parsed (hdr: the segment's header,
+ * kept with a header record), into b.  Returns 0, or -1 out of memory.
+ */
+int sp_batch_add(struct sp_batch *b, const struct sp_record *rec, const struct sp_header *hdr);
+void sp_batch_free(struct sp_batch *b, unsigned jobs);
+
+/*
+ * preplay.c: the writer stage's engine.  Before the stage takes a sample
+ * the writer points res and frames at its result; at a summary it merges
+ * the workers' census into merged and denied (sp_replay_merge()).
+ */
+struct sp_replay {
+	struct sp_unwind_engine engine;
+	const struct sp_presult *res;	/* the sample being written */
+	const struct sp_pframe *frames;	/* its worker's frames */
+	struct sp_unwind_stats merged;	/* the workers' counters at the summary */
+	char *denied;
+	uint32_t denied_pid;
+	int denied_err;
+};
+
+void sp_replay_init(struct sp_replay *r);
+void sp_replay_release(struct sp_replay *r);
+/* A batch that ends with a summary: every worker's census merged. */
+void sp_replay_merge(struct sp_replay *r, struct sp_batch *b, unsigned jobs);
 
 struct sp_pworker;
 

@@ -7,11 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "unwind/addrspace.h"
-#include "unwind/census.h"
 #include "unwind/parallel-int.h"
 #include "util/alloc.h"
-#include "util/hashmap.h"
 
 /*
  * A batch goes to the workers when it holds this many samples or bytes,
@@ -20,7 +17,6 @@
  */
 #define BATCH_SAMPLES 128
 #define BATCH_BYTES (4u << 20)
-#define ARENA_BLOCK (256u << 10)
 /* Batches queued at most, per worker: the reader waits for room beyond. */
 #define QUEUED_PER_JOB 2
 
@@ -33,7 +29,7 @@ struct worker {
 };
 
 struct sp_unwind_par {
-	struct sp_unwind_engine engine;	/* the writer stage's: replays the workers' stacks */
+	struct sp_replay replay;	/* the writer stage's engine */
 	pthread_mutex_t lock;
 	pthread_cond_t work;		/* a batch queued, or closing: for the workers */
 	pthread_cond_t done;		/* a batch gone through, or closing: for the writer */
@@ -60,223 +56,7 @@ struct sp_unwind_par {
 	struct sp_unwind_stage *stage;
 	sp_unwind_par_taken_fn *taken;
 	void *arg;
-	const struct sp_presult *res;	/* the sample being written */
-	const struct sp_pframe *frames;	/* its worker's frames */
-	struct sp_unwind_stats merged;	/* the workers' counters at the summary */
-	char *denied;
-	uint32_t denied_pid;
-	int denied_err;
 };
-
-/* ---- the replaying engine, on the writer thread ---- */
-
-static void *replay_segment(const struct sp_unwind_engine *e, struct sp_unwinder *u,
-			    struct sp_error *err)
-{
-	(void)u;
-	(void)err;
-	return sp_container_of(e, struct sp_unwind_par, engine);
-}
-
-static void replay_free(void *engine)
-{
-	(void)engine;
-}
-
-static enum sp_unwind_end replay(struct sp_unwind_par *p, struct sp_addrspaces *a,
-				 struct sp_uframe *out, size_t max, size_t *n)
-{
-	const struct sp_presult *r = p->res;
-	const struct sp_pframe *f = p->frames + r->off;
-	*n = r->n < max ? r->n : max;
-	for (size_t i = 0; i < *n; i++)
-		out[i] = (struct sp_uframe){ f[i].addr,
-			f[i].obj == SP_PAR_NO_OBJ ? NULL : sp_addrspaces_object(a, f[i].obj),
-			f[i].rel, f[i].flags };
-	return r->end;
-}
-
-static enum sp_unwind_end replay_unwind(void *engine, struct sp_addrspaces *a, uint32_t pid,
-					const uint64_t *regs, size_t nregs,
-					const unsigned char *stack, size_t len, bool full,
-					struct sp_uframe *out, size_t max, size_t *n)
-{
-	(void)pid, (void)regs, (void)nregs, (void)stack, (void)len, (void)full;
-	return replay(engine, a, out, max, n);
-}
-
-static enum sp_unwind_end replay_chain(void *engine, struct sp_addrspaces *a, uint32_t pid,
-				       const uint64_t *ips, size_t nips, bool full,
-				       struct sp_uframe *out, size_t max, size_t *n)
-{
-	(void)pid, (void)ips, (void)nips, (void)full;
-	return replay(engine, a, out, max, n);
-}
-
-static uint64_t replay_copy_used(void *engine)
-{
-	return ((struct sp_unwind_par *)engine)->res->used;
-}
-
-static void replay_stats(void *engine, struct sp_unwind_stats *st)
-{
-	*st = ((struct sp_unwind_par *)engine)->merged;
-}
-
-static int replay_copy_status(void *engine)
-{
-	return ((struct sp_unwind_par *)engine)->res->copy_status;
-}
-
-static const char *replay_denied(void *engine, uint32_t *pid, int *err)
-{
-	struct sp_unwind_par *p = engine;
-	*pid = p->denied_pid;
-	*err = p->denied_err;
-	return p->denied;
-}
-
-static const struct sp_unwind_engine replay_engine = {
-	"stackpulse", replay_segment, replay_free, replay_unwind,
-	replay_chain, replay_copy_used, replay_stats, replay_denied, replay_copy_status,
-};
-
-/* ---- merging the workers' counters ---- */
-
-static int key_cmp(const void *a, const void *b)
-{
-	const struct sp_rkey *x = a, *y = b;
-	if (x->a != y->a)
-		return x->a < y->a ? -1 : 1;
-	if (x->b != y->b)
-		return x->b < y->b ? -1 : 1;
-	return x->c < y->c ? -1 : x->c > y->c;
-}
-
-/* Rules cached by any worker, each once: the misses of one unwinder. */
-static uint64_t distinct_rules(struct sp_batch *b, unsigned jobs)
-{
-	size_t n = 0, k = 0;
-	for (unsigned j = 0; j < jobs; j++)
-		n += b->slots[j].census->nkeys;
-	struct sp_rkey *all = malloc((n ? n : 1) * sizeof(*all));
-	if (!all)
-		return 0;
-	for (unsigned j = 0; j < jobs; j++) {
-		const struct sp_census *c = b->slots[j].census;
-		memcpy(all + k, c->keys, c->nkeys * sizeof(*all));
-		k += c->nkeys;
-	}
-	qsort(all, n, sizeof(*all), key_cmp);
-	uint64_t d = 0;
-	for (size_t i = 0; i < n; i++)
-		d += i == 0 || key_cmp(&all[i - 1], &all[i]) != 0;
-	free(all);
-	return d;
-}
-
-/* Each object's file counted once, as the first worker that tried it found it. */
-static void count_modules(struct sp_unwind_par *p, struct sp_batch *b)
-{
-	size_t nobjs = 0;
-	for (unsigned j = 0; j < p->jobs; j++)
-		if (b->slots[j].census->nobjs > nobjs)
-			nobjs = b->slots[j].census->nobjs;
-	for (size_t i = 0; i < nobjs; i++) {
-		enum sp_object_census st = SP_OBJ_UNTRIED;
-		for (unsigned j = 0; j < p->jobs && st == SP_OBJ_UNTRIED; j++)
-			if (i < b->slots[j].census->nobjs)
-				st = b->slots[j].census->objs[i];
-		p->merged.modules_opened += st == SP_OBJ_OPENED;
-		p->merged.modules_missing += st == SP_OBJ_MISSING;
-		p->merged.modules_mismatched += st == SP_OBJ_MISMATCHED;
-	}
-}
-
-static void merge_census(struct sp_unwind_par *p, struct sp_batch *b)
-{
-	uint64_t lookups = 0;
-	memset(&p->merged, 0, sizeof(p->merged));
-	for (unsigned j = 0; j < p->jobs; j++) {
-		const struct sp_census *c = b->slots[j].census;
-		p->merged.fp_frames += c->st.fp_frames;
-		p->merged.scan_frames += c->st.scan_frames;
-		lookups += c->st.cache_hits + c->st.cache_misses;
-	}
-	p->merged.cache_misses = distinct_rules(b, p->jobs);
-	p->merged.cache_hits = lookups - p->merged.cache_misses;
-	count_modules(p, b);
-	free(p->denied);
-	p->denied = NULL;
-	for (unsigned j = 0; j < p->jobs && !p->denied; j++) {
-		const struct sp_census *c = b->slots[j].census;
-		if (c->denied && (p->denied = strdup(c->denied))) {
-			p->denied_pid = c->denied_pid;
-			p->denied_err = c->denied_err;
-		}
-	}
-}
-
-/* ---- batches ---- */
-
-static void *arena_alloc(struct sp_arena *a, size_t n)
-{
-	n = (n + 7) & ~(size_t)7;
-	struct sp_arena_block *b = a->used;
-	if (b && b->size - b->used >= n) {
-		void *m = b->data + b->used;
-		b->used += n;
-		return m;
-	}
-	if (a->spare && a->spare->size >= n) {
-		b = a->spare;
-		a->spare = b->next;
-	} else {
-		size_t size = n > ARENA_BLOCK ? n : ARENA_BLOCK;
-		if (!(b = malloc(sizeof(*b) + size)))
-			return NULL;
-		b->size = size;
-	}
-	b->next = a->used;
-	a->used = b;
-	b->used = n;
-	return b->data;
-}
-
-static void arena_reset(struct sp_arena *a)
-{
-	while (a->used) {
-		struct sp_arena_block *b = a->used;
-		a->used = b->next;
-		b->next = a->spare;
-		a->spare = b;
-	}
-}
-
-static void arena_release(struct sp_arena *a)
-{
-	arena_reset(a);
-	while (a->spare) {
-		struct sp_arena_block *b = a->spare;
-		a->spare = b->next;
-		free(b);
-	}
-}
-
-static void batch_free(struct sp_batch *b, unsigned jobs)
-{
-	if (!b)
-		return;
-	for (unsigned j = 0; b->slots && j < jobs; j++) {
-		free(b->slots[j].frames);
-		sp_census_free(b->slots[j].census);
-	}
-	free(b->slots);
-	free(b->results);
-	free(b->items);
-	arena_release(&b->arena);
-	free(b);
-}
 
 /* An empty batch: a written one again, its memory kept, or a new one. */
 static struct sp_batch *batch_get(struct sp_unwind_par *p)
@@ -299,93 +79,10 @@ static struct sp_batch *batch_get(struct sp_unwind_par *p)
 		b->slots[j].nframes = 0;
 		b->slots[j].oom = false;
 	}
-	arena_reset(&b->arena);
+	sp_arena_reset(&b->arena);
 	b->next = NULL;
 	b->nitems = b->nsamples = b->bytes = 0;
 	return b;
-}
-
-/* Where a string of the record lies in the copy of its bytes, or a copy of it. */
-static const char *relocate(struct sp_arena *z, const char *s, size_t n, const struct sp_record *rec,
-			    const char *raw)
-{
-	if (!s || !n)
-		return s;
-	if (s >= rec->raw && s + n <= rec->raw + rec->raw_len)
-		return raw + (s - rec->raw);
-	char *c = arena_alloc(z, n);
-	return c ? memcpy(c, s, n) : NULL;
-}
-
-/* A deep copy of o into the zone, its strings in the copy of the record's bytes. */
-static int copy_obj(struct sp_arena *z, const msgpack_object *o, msgpack_object *d,
-		    const struct sp_record *rec, const char *raw)
-{
-	*d = *o;
-	switch (o->type) {
-	case MSGPACK_OBJECT_STR:
-	case MSGPACK_OBJECT_BIN:
-	case MSGPACK_OBJECT_EXT: {
-		const char **ptr = o->type == MSGPACK_OBJECT_STR ? &d->via.str.ptr :
-				   o->type == MSGPACK_OBJECT_BIN ? &d->via.bin.ptr : &d->via.ext.ptr;
-		uint32_t size = o->type == MSGPACK_OBJECT_STR ? o->via.str.size :
-				o->type == MSGPACK_OBJECT_BIN ? o->via.bin.size : o->via.ext.size;
-		*ptr = relocate(z, *ptr, size, rec, raw);
-		return size && !*ptr ? -1 : 0;
-	}
-	case MSGPACK_OBJECT_ARRAY: {
-		uint32_t n = o->via.array.size;
-		msgpack_object *a = n ? arena_alloc(z, n * sizeof(*a)) : NULL;
-		if (n && !a)
-			return -1;
-		d->via.array.ptr = a;
-		for (uint32_t i = 0; i < n; i++)
-			if (copy_obj(z, &o->via.array.ptr[i], &a[i], rec, raw) < 0)
-				return -1;
-		return 0;
-	}
-	case MSGPACK_OBJECT_MAP: {
-		uint32_t n = o->via.map.size;
-		msgpack_object_kv *kv = n ? arena_alloc(z, n * sizeof(*kv)) : NULL;
-		if (n && !kv)
-			return -1;
-		d->via.map.ptr = kv;
-		for (uint32_t i = 0; i < n; i++)
-			if (copy_obj(z, &o->via.map.ptr[i].key, &kv[i].key, rec, raw) < 0 ||
-			    copy_obj(z, &o->via.map.ptr[i].val, &kv[i].val, rec, raw) < 0)
-				return -1;
-		return 0;
-	}
-	default:
-		return 0;
-	}
-}
-
-static int add_item(struct sp_batch *b, const struct sp_record *rec, const struct sp_header *hdr)
-{
-	if (SP_ALLOC_GROW(b->items, b->nitems + 1, b->allocitems) < 0)
-		return -1;
-	struct sp_item *it = &b->items[b->nitems];
-	char *raw = arena_alloc(&b->arena, rec->raw_len ? rec->raw_len : 1);
-	msgpack_object *map = arena_alloc(&b->arena, sizeof(*map));
-	if (!raw || !map)
-		return -1;
-	memcpy(raw, rec->raw, rec->raw_len);
-	*it = (struct sp_item){ .rec = *rec, .sample = SP_PAR_NO_SAMPLE };
-	it->rec.raw = raw;
-	it->rec.map = map;
-	it->rec.type_name = relocate(&b->arena, rec->type_name, rec->type_len, rec, raw);
-	if (copy_obj(&b->arena, rec->map, map, rec, raw) < 0)
-		return -1;
-	b->bytes += rec->raw_len;
-	if (rec->type == SP_R_HEADER) {
-		it->hdr = *hdr;
-		it->hdr.map = map;
-	} else if (rec->type == SP_R_SAMPLE) {
-		it->sample = b->nsamples++;
-	}
-	b->nitems++;
-	return 0;
 }
 
 /* ---- the queue ---- */
@@ -441,10 +138,10 @@ static void write_batch(struct sp_unwind_par *p, struct sp_batch *b)
 	for (size_t i = 0; i < b->nitems; i++) {
 		const struct sp_item *it = &b->items[i];
 		if (it->rec.type == SP_R_SUMMARY)
-			merge_census(p, b);
+			sp_replay_merge(&p->replay, b, p->jobs);
 		if (it->sample != SP_PAR_NO_SAMPLE) {
-			p->res = &b->results[it->sample];
-			p->frames = b->slots[it->sample % p->jobs].frames;
+			p->replay.res = &b->results[it->sample];
+			p->replay.frames = b->slots[it->sample % p->jobs].frames;
 		}
 		if (sp_unwind_stage_record(p->stage, &it->rec, &it->hdr, &err) < 0) {
 			stop(p, -1, &err);
@@ -552,7 +249,7 @@ int sp_unwind_par_record(struct sp_unwind_par *p, const struct sp_record *rec,
 		return how;
 	if (!p->cur && !(p->cur = batch_get(p)))
 		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
-	if (add_item(p->cur, rec, hdr) < 0)
+	if (sp_batch_add(p->cur, rec, hdr) < 0)
 		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
 	if ((p->cur->nsamples >= BATCH_SAMPLES || p->cur->bytes >= BATCH_BYTES ||
 	     rec->type == SP_R_SUMMARY) && send_batch(p) < 0)
@@ -638,7 +335,7 @@ struct sp_unwind_par *sp_unwind_par_new(const struct sp_unwind_stage_options *o,
 		sp_error_set(err, SP_ERR_NOMEM, "out of memory");
 		return NULL;
 	}
-	p->engine = replay_engine;
+	sp_replay_init(&p->replay);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
@@ -649,7 +346,7 @@ struct sp_unwind_par *sp_unwind_par_new(const struct sp_unwind_stage_options *o,
 	p->taken = taken;
 	p->arg = arg;
 	struct sp_unwind_stage_options so = *o;
-	so.engine = &p->engine;
+	so.engine = &p->replay.engine;
 	p->stage = sp_unwind_stage_new(&so, w);
 	p->workers = calloc(p->jobs, sizeof(*p->workers));
 	int rc = p->stage && p->workers ? start(p, o) : -1;
@@ -672,18 +369,18 @@ void sp_unwind_par_free(struct sp_unwind_par *p)
 		shut_down(p);
 	for (struct sp_batch *b = p->head, *next; b; b = next) {
 		next = b->next;
-		batch_free(b, p->jobs);
+		sp_batch_free(b, p->jobs);
 	}
 	for (struct sp_batch *b = p->spare, *next; b; b = next) {
 		next = b->next;
-		batch_free(b, p->jobs);
+		sp_batch_free(b, p->jobs);
 	}
-	batch_free(p->cur, p->jobs);
+	sp_batch_free(p->cur, p->jobs);
 	for (unsigned j = 0; p->workers && j < p->jobs; j++)
 		sp_pworker_free(p->workers[j].pw);
 	free(p->workers);
 	sp_unwind_stage_free(p->stage);
-	free(p->denied);
+	sp_replay_release(&p->replay);
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->work);
 	pthread_cond_destroy(&p->done);
