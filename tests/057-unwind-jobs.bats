@@ -172,3 +172,14 @@ same_for_jobs() {
 	rm -f "$D/fifo"
 	cmp "$D/t1.unw" "$D/t3.unw"
 }
+
+@test "sp-symbolize --stats prints the addresses named per second and its one job" {
+	sp-unwind -o "$D/y.unw" "$D/spin.raw"
+	run -0 --separate-stderr sp-symbolize --stats -o "$D/y.sym" "$D/y.unw"
+	[[ "$stderr" =~ ^sp-symbolize:\ [1-9][0-9]*\ addresses\ \([1-9][0-9]*\ resolved\)\ in\ [0-9.]+\ s:\ [0-9]+\ addresses/s,\ 1\ job$ ]]
+	local resolved
+	resolved=$(sed -E 's/.*\(([0-9]+) resolved.*/\1/' <<< "$stderr")
+	[ "$resolved" -eq "$(sp-cat -t frame "$D/y.sym" | wc -l)" ]
+	run -0 sp-cat -t header "$D/y.sym"
+	[[ "$(jq -c '.tools[-1].args' <<< "$output")" != *stats* ]]
+}

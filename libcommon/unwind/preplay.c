@@ -104,7 +104,8 @@ static uint64_t distinct_rules(struct sp_batch *b, unsigned jobs)
 		return 0;
 	for (unsigned j = 0; j < jobs; j++) {
 		const struct sp_census *c = b->slots[j].census;
-		memcpy(all + k, c->keys, c->nkeys * sizeof(*all));
+		if (c->nkeys)
+			memcpy(all + k, c->keys, c->nkeys * sizeof(*all));
 		k += c->nkeys;
 	}
 	qsort(all, n, sizeof(*all), key_cmp);
