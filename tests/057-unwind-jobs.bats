@@ -4,7 +4,7 @@
 # (record order, every record, the unwind record's counters) on several
 # recordings: two threads spinning, many short processes, a process that
 # execs itself again and again (its maps replaced each time), Node's JIT
-# code with a jitdump, frame-pointer callchains, concatenated segments
+# code with a jitdump, frame-pointer callchains, concatenated segments,
 # a perf.data through sp-import and a stream cut short.  --stats of
 # sp-unwind and sp-symbolize names the throughput and the jobs; a live
 # pipe flows with -j 2; -j 1 starts no thread; bad -j values are refused.
