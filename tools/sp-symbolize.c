@@ -24,13 +24,16 @@
 #include "tool.h"
 
 /* Options of the tool itself; the symbolizer's follow from SYM_OPT. */
-enum { MAX_RECORD = 256, ALLOW_EMPTY, COMPRESS, SYM_OPT };
+enum { MAX_RECORD = 256, ALLOW_EMPTY, COMPRESS, STATS, SYM_OPT };
 
 /* See the end of main(). */
 static struct sp_symbolizer *volatile left_to_exit;
 
 /* JIT frames seen for the first time, and those left without a name. */
 static uint64_t jit_frames, jit_unnamed;
+
+/* For --stats: the frame addresses named (each stack's), and those resolved. */
+static uint64_t addresses, resolved;
 
 /*
  * Whose JIT code the segment may hold, for the warning on JIT code left
@@ -113,6 +116,7 @@ static void usage(void)
 	printf("  -f, --follow              read a file still being written; end at its summary\n"
 	       "      --max-record BYTES    largest input record accepted (default %u)\n"
 	       "      --allow-empty         exit 0 even when no frame could be named\n"
+	       "      --stats               at the end, print the addresses named per second\n"
 	       "  -h, --help                show this help\n"
 	       "  -V, --version             show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
@@ -147,6 +151,7 @@ static void name_stack(struct sp_namer *sym, struct sp_writer *w, uint64_t id,
 		if (fresh < 0)
 			sp_die(SP_EXIT_FATAL, "%s", sp_namer_error(sym));
 		if (fresh) {
+			resolved++;
 			sp_namer_resolve(sym, &refs[i], &sf);
 			write_frame(w, ids[i], &refs[i], &sf);
 			if ((refs[i].flags & SP_FRAME_KIND_MASK) == SP_FRAME_JIT) {
@@ -158,6 +163,7 @@ static void name_stack(struct sp_namer *sym, struct sp_writer *w, uint64_t id,
 		    (fresh ? sf.origin == SP_ORIGIN_ADDRESS_ONLY : sp_namer_unnamed(sym, ids[i])))
 			unnamed = true;
 	}
+	addresses += n;
 	sp_write_symstack(w, id, ids, n);
 	if (unnamed && sp_namer_keep_stack(sym, id, refs, n) < 0)
 		sp_die(SP_EXIT_FATAL, "%s", sp_namer_error(sym));
@@ -235,6 +241,16 @@ static int check_names(struct sp_namer *sym, bool allow_empty)
 	return status;
 }
 
+/* --stats: this stage's throughput, on standard error (one job: it names on one thread). */
+static void print_stats(double seconds)
+{
+	if (seconds <= 0)
+		seconds = 1e-9;
+	fprintf(stderr, "%s: %llu addresses (%llu resolved) in %.3f s: %.0f addresses/s, 1 job\n",
+		sp_progname, (unsigned long long)addresses, (unsigned long long)resolved, seconds,
+		(double)addresses / seconds);
+}
+
 /* The tool's own long options, then the symbolizer's. */
 static const struct option *long_options(void)
 {
@@ -244,6 +260,7 @@ static const struct option *long_options(void)
 		{ "follow", no_argument, NULL, 'f' },
 		{ "max-record", required_argument, NULL, MAX_RECORD },
 		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
+		{ "stats", no_argument, NULL, STATS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 	};
@@ -280,7 +297,7 @@ int main(int argc, char **argv)
 	struct sp_symbolizer_options *opts = sp_symbolizer_options_new();
 	const char *output = NULL, *input;
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
-	bool allow_empty = false, follow = false;
+	bool allow_empty = false, follow = false, stats = false;
 	int c, compress = 0;
 
 	sp_tool_init(argv[0]);
@@ -299,6 +316,7 @@ int main(int argc, char **argv)
 		case 'f': follow = true; break;
 		case MAX_RECORD: max_record = sp_parse_max_record(optarg); break;
 		case ALLOW_EMPTY: allow_empty = true; break;
+		case STATS: stats = true; break;
 		case 'h': usage(); return options_done(opts, SP_EXIT_OK);
 		case 'V': return options_done(opts, sp_show_version());
 		default: return options_done(opts, sp_bad_option());
@@ -336,6 +354,9 @@ int main(int argc, char **argv)
 		sigaction(SIGTERM, &sa, NULL);
 	}
 
+	int nargs;
+	char **args = sp_output_args(argc, argv, &nargs);
+	double start = sp_now();
 	int status = SP_EXIT_OK;
 	struct sp_record rec;
 	enum sp_read_status rs;
@@ -356,7 +377,7 @@ int main(int argc, char **argv)
 			}
 			sp_namer_begin_segment(sym, rec.map);
 			sp_pack_derived_header(w, rec.map, SP_STAGE_SYMBOLIZED,
-					       "sp-symbolize", argc, argv);
+					       "sp-symbolize", nargs, args);
 			break;
 		}
 		case SP_R_MODULE:
@@ -397,8 +418,11 @@ int main(int argc, char **argv)
 	if (sp_report_input_end(r, rs, input ? input : "-", "symbolized") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
 done:
+	if (stats)
+		print_stats(sp_now() - start);
 	if (sp_writer_close(w) < 0)
 		status = sp_write_failed(errno);
+	free(args);
 	sp_reader_free(r);
 	/*
 	 * The symbolizer is left to the exit: freeing each module's DWARF

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stream/advice.h"
@@ -20,6 +21,7 @@
 #include "stream/stream.h"
 #include "tool.h"
 #include "unwind/libunwind.h"
+#include "unwind/parallel.h"
 #include "unwind/stage.h"
 #include "util/modfile.h"
 
@@ -46,10 +48,14 @@ static void usage(void)
 	       "                         from frame to frame\n"
 	       "      --max-record BYTES largest input record accepted (default %u)\n"
 	       "      --allow-empty      exit 0 even when no stack is complete\n"
+	       "  -j, --jobs N           unwind on N threads (default: the CPUs online, %u);\n"
+	       "                         the output is the same for every N\n"
+	       "      --stats            at the end, print the samples and frames unwound\n"
+	       "                         per second and the jobs used\n"
 	       "  -h, --help             show this help\n"
 	       "  -V, --version          show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
-	       sp_progname, DEFAULT_MAX_DEPTH, SP_DEFAULT_MAX_RECORD);
+	       sp_progname, DEFAULT_MAX_DEPTH, SP_DEFAULT_MAX_RECORD, sp_default_jobs());
 }
 
 /* The most frequent way a stack ended early. */
@@ -102,8 +108,10 @@ static void check_dir(const char *opt, const char *dir)
 }
 
 /* --engine=libunwind: libunwind steps, through unwind/libunwind.h. */
-static void *lu_segment(struct sp_unwinder *u, struct sp_error *err)
+static void *lu_segment(const struct sp_unwind_engine *e, struct sp_unwinder *u,
+			struct sp_error *err)
 {
+	(void)e;
 	return sp_lunwinder_new(u, err);
 }
 
@@ -142,10 +150,52 @@ static void flush_out(void *w)
 	sp_writer_flush(w);
 }
 
+/* With -j N: the records handed over so far go to the workers, and out. */
+static void flush_par(void *p)
+{
+	sp_unwind_par_flush(p);
+}
+
+/* What the stage's taking a record calls for, on the thread that writes. */
+struct run {
+	bool allow_empty;
+	bool containers;	/* the segment has a process in another mount namespace */
+	int status;
+};
+
+static void taken(void *arg, const struct sp_record *rec, const struct sp_unwind_stage *stage)
+{
+	struct run *run = arg;
+	uint64_t ns;
+	if (rec->type == SP_R_HEADER)
+		run->containers = false;
+	else if (rec->type == SP_R_PROCESS && sp_map_u64(rec->map, "mntns", &ns))
+		run->containers = true;
+	if (rec->type == SP_R_SUMMARY) {
+		warn_denied(stage);
+		if (check_stacks(stage, run->allow_empty, run->containers) != SP_EXIT_OK &&
+		    run->status == SP_EXIT_OK)
+			run->status = SP_EXIT_PARTIAL;
+	}
+}
+
+/* --stats: this stage's throughput, on standard error. */
+static void print_stats(const struct sp_unwind_stage *stage, double seconds, unsigned jobs)
+{
+	uint64_t samples, frames;
+	sp_unwind_stage_totals(stage, &samples, &frames);
+	if (seconds <= 0)
+		seconds = 1e-9;
+	fprintf(stderr, "%s: %llu samples, %llu frames in %.3f s: %.0f samples/s, "
+		"%.0f frames/s, %u job%s\n", sp_progname, (unsigned long long)samples,
+		(unsigned long long)frames, seconds, (double)samples / seconds,
+		(double)frames / seconds, jobs, jobs == 1 ? "" : "s");
+}
+
 int main(int argc, char **argv)
 {
 	enum { ROOT = 256, MODULE_DIR, MAX_DEPTH, NO_FP, MAX_RECORD, ARCHIVE, ENGINE,
-	       ALLOW_EMPTY, COMPRESS };
+	       ALLOW_EMPTY, COMPRESS, STATS };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", optional_argument, NULL, COMPRESS },
@@ -158,6 +208,8 @@ int main(int argc, char **argv)
 		{ "engine", required_argument, NULL, ENGINE },
 		{ "max-record", required_argument, NULL, MAX_RECORD },
 		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "stats", no_argument, NULL, STATS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -166,13 +218,14 @@ int main(int argc, char **argv)
 	struct sp_modfile_search ms;
 	sp_modfile_search_init(&ms);
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
-	bool follow = false, fp = true, allow_empty = false, use_lu = false;
+	bool follow = false, fp = true, allow_empty = false, use_lu = false, stats = false;
+	unsigned jobs = sp_default_jobs();
 	unsigned max_depth = DEFAULT_MAX_DEPTH;
 	uint64_t v;
 	int c, compress = 0;
 
 	sp_tool_init(argv[0]);
-	while ((c = getopt_long(argc, argv, "o:zfhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:zfj:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': output = optarg; break;
 		case 'z': compress = sp_parse_compress(NULL); break;
@@ -204,6 +257,8 @@ int main(int argc, char **argv)
 			max_record = sp_parse_max_record(optarg);
 			break;
 		case ALLOW_EMPTY: allow_empty = true; break;
+		case 'j': jobs = sp_parse_jobs(optarg); break;
+		case STATS: stats = true; break;
 		case 'h': usage(); return SP_EXIT_OK;
 		case 'V': return sp_show_version();
 		default:
@@ -212,6 +267,9 @@ int main(int argc, char **argv)
 	}
 	const char *input = sp_single_input(argc, argv, optind);
 	const char *name = input ? input : "-";
+	/* libunwind's engine steps on one thread: its state is not the workers' own. */
+	if (use_lu)
+		jobs = 1;
 
 	/* Following a file opens it when it appears; a pipe needs no following. */
 	if (follow && (!input || strcmp(input, "-") == 0))
@@ -221,75 +279,94 @@ int main(int argc, char **argv)
 	struct sp_writer *w = sp_writer_new(outfd, output ? output : "-");
 	if (w)
 		sp_compress_output(w, compress);
+	int nargs;
+	char **args = sp_output_args(argc, argv, &nargs);
 	struct sp_unwind_stage_options so = {
 		.uo = { .root = ms.root, .module_dirs = ms.dirs, .nmodule_dirs = ms.ndirs,
 			.max_depth = max_depth, .fp_fallback = fp },
-		.engine = use_lu ? &libunwind_engine : NULL, .tool = "sp-unwind", .argc = argc, .argv = argv,
+		.engine = use_lu ? &libunwind_engine : NULL, .tool = "sp-unwind",
+		.argc = nargs, .argv = args,
 	};
-	struct sp_unwind_stage *stage = w ? sp_unwind_stage_new(&so, w) : NULL;
+	struct run run = { .allow_empty = allow_empty, .status = SP_EXIT_OK };
+	struct sp_error err = { 0 };
+	/* One job: no thread, the stage right here; more: the parallel driver's. */
+	struct sp_unwind_stage *stage = w && jobs == 1 ? sp_unwind_stage_new(&so, w) : NULL;
+	struct sp_unwind_par *par = w && jobs > 1 ?
+		sp_unwind_par_new(&so, jobs, w, taken, &run, &err) : NULL;
+	if (w && jobs > 1 && !par && err.code != SP_ERR_NOMEM)
+		sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&err));
 	struct sp_reader *r = follow ? sp_reader_follow(input, &sp_interrupted, sp_note_warn, NULL)
 				     : sp_reader_new(infd, name);
-	if (!w || !stage || !r)
+	if (!w || !(stage || par) || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
-	sp_reader_set_idle(r, flush_out, w);
+	if (par)
+		sp_reader_set_idle(r, flush_par, par);
+	else
+		sp_reader_set_idle(r, flush_out, w);
 	if (follow) {
 		struct sigaction sa = { .sa_handler = sp_on_signal };
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 	}
 
-	int status = SP_EXIT_OK;
+	double start = sp_now();
 	struct sp_record rec;
 	enum sp_read_status rs;
-	bool containers = false;	/* the segment has a process in another mount namespace */
 	while ((rs = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
 		const struct sp_header *h = sp_reader_header(r);
-		uint64_t ns;
-		if (rec.type == SP_R_HEADER)
-			containers = false;
-		else if (rec.type == SP_R_PROCESS && sp_map_u64(rec.map, "mntns", &ns))
-			containers = true;
 		if (rec.type == SP_R_HEADER && h->stage != SP_STAGE_RAW) {
+			if (par && sp_unwind_par_finish(par, &err) < 0)
+				goto refused;
 			sp_warn("'%s': byte offset %llu, record %llu: the stream is already %s; "
 				"sp-unwind reads raw streams from sp-capture",
 				name, (unsigned long long)rec.offset,
 				(unsigned long long)rec.index, sp_stage_name(h->stage));
-			status = SP_EXIT_FATAL;
+			run.status = SP_EXIT_FATAL;
 			goto done;
 		}
-		struct sp_error err = { 0 };
-		if (sp_unwind_stage_record(stage, &rec, h, &err) < 0) {
-			if (err.code == SP_ERR_NOMEM)
-				sp_die(SP_EXIT_FATAL, "out of memory");
-			sp_warn("%s", sp_error_message(&err));
-			status = SP_EXIT_FATAL;
-			goto done;
+		int rc = par ? sp_unwind_par_record(par, &rec, h, &err) :
+			       sp_unwind_stage_record(stage, &rec, h, &err);
+		if (rc < 0)
+			goto refused;
+		if (rc > 0)
+			break;	/* with -j N, the writer stopped at a failed write */
+		if (stage) {
+			taken(&run, &rec, stage);
+			if (sp_writer_failed(w))
+				break;
 		}
-		if (rec.type == SP_R_SUMMARY) {
-			warn_denied(stage);
-			if (check_stacks(stage, allow_empty, containers) != SP_EXIT_OK &&
-			    status == SP_EXIT_OK)
-				status = SP_EXIT_PARTIAL;
-		}
-		if (sp_writer_failed(w))
-			break;
 		if (follow && rec.type == SP_R_SUMMARY)
 			break;
 	}
+	if (par && sp_unwind_par_finish(par, &err) < 0)
+		goto refused;
 	if (sp_report_input_end(r, rs, name, "unwound") != SP_EXIT_OK)
-		status = SP_EXIT_PARTIAL;
+		run.status = SP_EXIT_PARTIAL;
+	goto done;
+refused:
+	/* The stage refused a record, or memory ran out: what came before is written. */
+	if (par)
+		sp_unwind_par_finish(par, &err);
+	if (err.code == SP_ERR_NOMEM)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	sp_warn("%s", sp_error_message(&err));
+	run.status = SP_EXIT_FATAL;
 done:
+	if (stats)
+		print_stats(par ? sp_unwind_par_stage(par) : stage, sp_now() - start, jobs);
 	if (sp_writer_close(w) < 0) {
 		/* The reader went away (a failed sp-symbolize): its message is the one. */
 		if (errno != EPIPE)
 			sp_write_failed(errno);
-		status = SP_EXIT_FATAL;
+		run.status = SP_EXIT_FATAL;
 	}
 	sp_reader_free(r);
+	sp_unwind_par_free(par);
 	sp_unwind_stage_free(stage);
 	sp_modfile_search_release(&ms);
+	free(args);
 	if (infd >= 0 && infd != STDIN_FILENO)
 		close(infd);
-	return status;
+	return run.status;
 }

@@ -244,6 +244,60 @@ void sp_compress_output(struct sp_writer *w, int level)
 		sp_die(SP_EXIT_FATAL, "%s", sp_writer_error(w));
 }
 
+unsigned sp_parse_jobs(const char *arg)
+{
+	uint64_t v;
+	if (sp_parse_u64(arg, SP_MAX_JOBS, &v) < 0 || v == 0)
+		sp_usage_error("invalid --jobs '%s' (1 to %u)", arg, SP_MAX_JOBS);
+	return (unsigned)v;
+}
+
+unsigned sp_default_jobs(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 1 ? 1 : n > SP_MAX_JOBS ? SP_MAX_JOBS : (unsigned)n;
+}
+
+/* Whether a is --NAME or an abbreviation getopt_long took for it, with or without =VALUE. */
+static bool long_option_is(const char *a, const char *name, bool *joined)
+{
+	if (strncmp(a, "--", 2) != 0)
+		return false;
+	size_t len = strcspn(a + 2, "=");
+	*joined = a[2 + len] == '=';
+	return len && len <= strlen(name) && strncmp(a + 2, name, len) == 0;
+}
+
+char **sp_output_args(int argc, char **argv, int *n)
+{
+	char **out = sp_xmalloc(((size_t)argc + 1) * sizeof(*out));
+	bool joined;
+	*n = 0;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (i > 0 && strcmp(a, "--") == 0) {
+			while (i < argc)
+				out[(*n)++] = argv[i++];
+			break;
+		}
+		if (i > 0 && strcmp(a, "-j") == 0)
+			i++;
+		else if (i > 0 && long_option_is(a, "jobs", &joined))
+			i += !joined;
+		else if (i == 0 || (strncmp(a, "-j", 2) != 0 && !long_option_is(a, "stats", &joined)))
+			out[(*n)++] = argv[i];
+	}
+	out[*n] = NULL;
+	return out;
+}
+
+double sp_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int sp_show_version(void)
 {
 	printf("%s %s (stackpulse, commit %s)\nLicense: MIT <https://spdx.org/licenses/MIT.html>\n",

@@ -73,6 +73,24 @@ int sp_parse_compress(const char *arg);
 struct sp_writer;
 void sp_compress_output(struct sp_writer *w, int level);
 
+/* -j N, --jobs N: threads of a post-processing tool, 1 to SP_MAX_JOBS; a usage error otherwise. */
+#define SP_MAX_JOBS 256
+unsigned sp_parse_jobs(const char *arg);
+
+/* The default of --jobs: the CPUs online, at most SP_MAX_JOBS. */
+unsigned sp_default_jobs(void);
+
+/*
+ * The arguments a tool names in its header's tools entry: argv without
+ * -j/--jobs and --stats, which never change what it writes, so that the
+ * stream is the same whatever they are.  A new array (*n entries, the
+ * program first) of the same strings; free only the array.
+ */
+char **sp_output_args(int argc, char **argv, int *n);
+
+/* CLOCK_MONOTONIC in seconds, for --stats. */
+double sp_now(void);
+
 /* -V: prints "prog VERSION"; returns SP_EXIT_OK. */
 int sp_show_version(void);
 

@@ -251,8 +251,14 @@ static struct sp_object *object_get(struct sp_addrspaces *a, const char *path, s
 		free(e);
 		return NULL;
 	}
+	o->index = a->nobjs;
 	a->objs[a->nobjs++] = o;
 	return o;
+}
+
+struct sp_object *sp_addrspaces_object(struct sp_addrspaces *a, size_t index)
+{
+	return index < a->nobjs ? a->objs[index] : NULL;
 }
 
 /* Whether a mapping's path names no file (anonymous or special memory). */

@@ -36,6 +36,11 @@ struct sp_object {
 	void *priv;		/* the user's state for this object */
 	uint64_t out_id;	/* a consumer's id for it, UINT64_MAX: none yet */
 	/*
+	 * Its place in the table's creation order, from 0 in each segment:
+	 * tables given the same records give an object the same index.
+	 */
+	size_t index;
+	/*
 	 * The latest mapping of the file by any process: where a stream of
 	 * this boot may still find the very file (in a container, say).
 	 */
@@ -69,6 +74,9 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 /* The mapping of pid that contains addr, or NULL. */
 const struct sp_mapping *sp_addrspaces_find(struct sp_addrspaces *a,
 					    uint32_t pid, uint64_t addr);
+
+/* The object of that index (struct sp_object), or NULL. */
+struct sp_object *sp_addrspaces_object(struct sp_addrspaces *a, size_t index);
 
 /* Calls fn for every object, e.g. to report counts. */
 void sp_addrspaces_each_object(struct sp_addrspaces *a,

@@ -186,6 +186,10 @@ void sp_jitcfi_free(struct sp_jitcfi *jc);
 const struct rule *sp_unwind_jit_rule(struct sp_unwinder *u, struct sp_addrspaces *a,
 				      uint32_t pid, uint64_t addr);
 
+/* jitcfi.c: fn with each cached rule's process, code start and address (census.h). */
+void sp_jitcfi_rules(const struct sp_jitcfi *jc,
+		     void (*fn)(void *arg, uint64_t pid, uint64_t start, uint64_t addr), void *arg);
+
 /* addrspace.c: the address spaces' JIT unwinding information; NULL: none yet. */
 struct sp_jitcfi *sp_addrspaces_jitcfi(struct sp_addrspaces *a);
 

@@ -276,3 +276,21 @@ const struct rule *sp_unwind_jit_rule(struct sp_unwinder *u, struct sp_addrspace
 	const struct rule *rule = sp_unwind_rule(u, &r->ms, addr);
 	return rule && !rule->none ? rule : NULL;
 }
+
+void sp_jitcfi_rules(const struct sp_jitcfi *jc,
+		     void (*fn)(void *arg, uint64_t pid, uint64_t start, uint64_t addr), void *arg)
+{
+	size_t i = 0;
+	uint64_t pid;
+	void *v;
+	while (jc && sp_u64map_next(&jc->procs, &i, &pid, &v)) {
+		const struct jitproc *p = v;
+		for (size_t r = 0; r < p->nranges; r++) {
+			size_t j = 0;
+			uint64_t addr;
+			void *rule;
+			while (sp_u64map_next(&p->ranges[r].ms.rules, &j, &addr, &rule))
+				fn(arg, pid, p->ranges[r].start, addr);
+		}
+	}
+}

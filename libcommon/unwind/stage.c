@@ -74,6 +74,7 @@ struct sp_unwind_stage {
 	uint64_t samples, user_samples, frames_out, bad_copies;
 	uint64_t ends[SP_END_COUNT];
 	uint64_t max_depth_full;	/* max_depth ends of copies that filled their window */
+	uint64_t total_samples, total_frames;	/* of every segment */
 	struct sp_copy_used used;	/* what complete stacks needed of their copies */
 };
 
@@ -316,8 +317,11 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const struct raw_sample *
 		for (size_t i = 0; i < nr; i++)
 			s->chain[i] = uc->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
 				      uc->ptr[i].via.u64 : 0;
-		end = sp_unwind_chain(s->u, s->as, (uint32_t)pid, s->chain, nr, ufull,
-				      s->uframes, max_depth, &nu);
+		end = s->lu && s->engine->chain ?
+			s->engine->chain(s->lu, s->as, (uint32_t)pid, s->chain, nr, ufull,
+					 s->uframes, max_depth, &nu) :
+			sp_unwind_chain(s->u, s->as, (uint32_t)pid, s->chain, nr, ufull,
+					s->uframes, max_depth, &nu);
 		goto frames;
 	}
 	nr = regs->size < 256 ? regs->size : 256;
@@ -328,8 +332,9 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const struct raw_sample *
 			   s->uframes, max_depth, &nu) :
 		sp_unwind(s->u, s->as, (uint32_t)pid, r, nr, copy, len, full,
 			  s->uframes, max_depth, &nu);
-	if (!s->lu && (end == SP_END_COMPLETE || end == SP_END_TRUNCATED))
-		sp_copy_used_add(&s->used, end == SP_END_COMPLETE, sp_unwinder_copy_used(s->u));
+	if ((!s->lu || s->engine->copy_used) && (end == SP_END_COMPLETE || end == SP_END_TRUNCATED))
+		sp_copy_used_add(&s->used, end == SP_END_COMPLETE,
+				 s->lu ? s->engine->copy_used(s->lu) : sp_unwinder_copy_used(s->u));
 frames:
 	s->user_samples++;
 	s->ends[end]++;
@@ -364,9 +369,10 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 	s->samples++;
 
 	/* The full copy: this sample's bytes, then the shared tail. */
-	const unsigned char *copy;
-	size_t len;
-	int rc = sp_ustack_decode(&s->copies, (uint32_t)tid, us, uslen, shared, &copy, &len);
+	const unsigned char *copy = NULL;
+	size_t len = 0;
+	int rc = s->lu && s->engine->copy_status ? s->engine->copy_status(s->lu) :
+		 sp_ustack_decode(&s->copies, (uint32_t)tid, us, uslen, shared, &copy, &len);
 	if (rc < 0) {
 		s->oom = true;
 		return;
@@ -375,6 +381,8 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 		s->bad_copies++;
 	size_t n = unwind_frames(s, &rs, pid, copy, len, full);
 	s->frames_out += n;
+	s->total_samples++;
+	s->total_frames += n;
 
 	/* Module and stack records first, then the sample that uses them. */
 	uint64_t id = n ? intern(s, s->frames, n) : 0;
@@ -408,7 +416,10 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 static void write_unwind_record(struct sp_unwind_stage *s)
 {
 	struct sp_unwind_stats us;
-	sp_unwinder_stats(s->u, &us);
+	if (s->lu && s->engine->stats)
+		s->engine->stats(s->lu, &us);
+	else
+		sp_unwinder_stats(s->u, &us);
 	struct sp_unwind_rec u = {
 		.samples = s->samples, .user_samples = s->user_samples,
 		.frames = s->frames_out, .stacks = s->nstacks, .modules = s->next_module,
@@ -461,7 +472,7 @@ static int begin_segment(struct sp_unwind_stage *s, const struct sp_record *rec,
 	s->u = sp_unwinder_new(&s->uo);
 	if (!s->u)
 		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
-	if (s->engine && !(s->lu = s->engine->segment(s->u, err)))
+	if (s->engine && !(s->lu = s->engine->segment(s->engine, s->u, err)))
 		return -1;
 	sp_pack_derived_header(s->w, rec->map, SP_STAGE_UNWOUND, s->tool, s->argc, s->argv);
 	return 0;
@@ -515,7 +526,15 @@ const uint64_t *sp_unwind_stage_ends(const struct sp_unwind_stage *s, uint64_t *
 
 const char *sp_unwind_stage_denied(const struct sp_unwind_stage *s, uint32_t *pid, int *err)
 {
+	if (s->lu && s->engine->denied)
+		return s->engine->denied(s->lu, pid, err);
 	return sp_unwinder_denied(s->u, pid, err);
+}
+
+void sp_unwind_stage_totals(const struct sp_unwind_stage *s, uint64_t *samples, uint64_t *frames)
+{
+	*samples = s->total_samples;
+	*frames = s->total_frames;
 }
 
 const struct sp_copy_used *sp_unwind_stage_copy_used(const struct sp_unwind_stage *s)

@@ -29,12 +29,31 @@ struct sp_unwind_stage;
  */
 struct sp_unwind_engine {
 	const char *name;		/* the unwind record's "engine" */
-	void *(*segment)(struct sp_unwinder *u, struct sp_error *err);	/* NULL: err set */
+	/* Given the engine itself, which may lie in a larger struct; NULL: err set. */
+	void *(*segment)(const struct sp_unwind_engine *e, struct sp_unwinder *u,
+			 struct sp_error *err);
 	void (*free)(void *engine);
 	enum sp_unwind_end (*unwind)(void *engine, struct sp_addrspaces *a, uint32_t pid,
 				     const uint64_t *regs, size_t nregs,
 				     const unsigned char *stack, size_t len, bool full,
 				     struct sp_uframe *out, size_t max, size_t *n);
+	/*
+	 * Optional, for an engine that serves a stage with stacks unwound
+	 * elsewhere (unwind/parallel.h); NULL: the stage's own unwinder does
+	 * it.  chain resolves a frame-pointer callchain as sp_unwind_chain()
+	 * does; copy_used is sp_unwinder_copy_used() of the last stack;
+	 * stats and denied give the unwind record's unwinder counters and
+	 * the module denied.  With copy_status, the stage rebuilds no stack
+	 * copy (the engine is given none): it returns what sp_ustack_decode()
+	 * returned for the sample where it was unwound.
+	 */
+	enum sp_unwind_end (*chain)(void *engine, struct sp_addrspaces *a, uint32_t pid,
+				    const uint64_t *ips, size_t nips, bool full,
+				    struct sp_uframe *out, size_t max, size_t *n);
+	uint64_t (*copy_used)(void *engine);
+	void (*stats)(void *engine, struct sp_unwind_stats *st);
+	const char *(*denied)(void *engine, uint32_t *pid, int *err);
+	int (*copy_status)(void *engine);
 };
 
 struct sp_unwind_stage_options {
@@ -108,6 +127,9 @@ uint32_t sp_copy_used_window(const struct sp_copy_used *c, double keep, uint32_t
 
 /* The current segment's counts, DWARF stacks of unwind.c's engine only. */
 const struct sp_copy_used *sp_unwind_stage_copy_used(const struct sp_unwind_stage *s);
+
+/* Every segment's samples and frames so far, for a tool's throughput. */
+void sp_unwind_stage_totals(const struct sp_unwind_stage *s, uint64_t *samples, uint64_t *frames);
 
 /*
  * A module file the unwinder was denied (sp_unwinder_denied()), once

@@ -10,6 +10,7 @@
 
 #include "unwind/gopclntab.h"
 #include "unwind/internal.h"
+#include "util/buildid.h"
 
 struct sp_unwinder *sp_unwinder_new(const struct sp_unwind_options *o)
 {
@@ -26,7 +27,7 @@ struct sp_unwinder *sp_unwinder_new(const struct sp_unwind_options *o)
 	u->o.regs = NULL;
 	u->arch = u->regs.arch;
 	sp_u64map_init(&u->cpython);
-	elf_version(EV_CURRENT);
+	sp_libelf_init();
 	return u;
 }
 

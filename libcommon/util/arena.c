@@ -1,42 +1,51 @@
 /* SPDX-License-Identifier: MIT */
-/* An arena of small allocations freed together (see arena.h). */
-#include <stdalign.h>
-#include <stdint.h>
+/* An arena of small allocations taken back together (see arena.h). */
 #include <stdlib.h>
 
 #include "util/arena.h"
 
-#define BLOCK (64u * 1024)
-
-struct sp_arena_block {
-	struct sp_arena_block *next;
-	alignas(16) unsigned char data[];
-};
+#define BLOCK (256u * 1024)
 
 void *sp_arena_alloc(struct sp_arena *a, size_t n)
 {
 	n = (n + 15) & ~(size_t)15;
-	if (!a->head || a->cap - a->used < n) {
-		size_t cap = n > BLOCK ? n : BLOCK;
-		struct sp_arena_block *b = malloc(sizeof(*b) + cap);
-		if (!b)
-			return NULL;
-		b->next = a->head;
-		a->head = b;
-		a->used = 0;
-		a->cap = cap;
+	struct sp_arena_block *b = a->used;
+	if (b && b->size - b->used >= n) {
+		void *m = b->data + b->used;
+		b->used += n;
+		return m;
 	}
-	void *p = a->head->data + a->used;
-	a->used += n;
-	return p;
+	if (a->spare && a->spare->size >= n) {
+		b = a->spare;
+		a->spare = b->next;
+	} else {
+		size_t size = n > BLOCK ? n : BLOCK;
+		if (!(b = malloc(sizeof(*b) + size)))
+			return NULL;
+		b->size = size;
+	}
+	b->next = a->used;
+	a->used = b;
+	b->used = n;
+	return b->data;
+}
+
+void sp_arena_reset(struct sp_arena *a)
+{
+	while (a->used) {
+		struct sp_arena_block *b = a->used;
+		a->used = b->next;
+		b->next = a->spare;
+		a->spare = b;
+	}
 }
 
 void sp_arena_release(struct sp_arena *a)
 {
-	while (a->head) {
-		struct sp_arena_block *b = a->head;
-		a->head = b->next;
+	sp_arena_reset(a);
+	while (a->spare) {
+		struct sp_arena_block *b = a->spare;
+		a->spare = b->next;
 		free(b);
 	}
-	a->used = a->cap = 0;
 }

@@ -4,18 +4,21 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "util/buildid.h"
 
-static void init_libelf(void)
+static void set_version(void)
 {
-	static int initialised;
-	if (!initialised) {
-		elf_version(EV_CURRENT);
-		initialised = 1;
-	}
+	elf_version(EV_CURRENT);
+}
+
+void sp_libelf_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, set_version);
 }
 
 /*
@@ -43,13 +46,13 @@ static int elf_build_id(Elf *elf, unsigned char *id)
 
 int sp_build_id_fd(int fd, unsigned char *id)
 {
-	init_libelf();
+	sp_libelf_init();
 	return elf_build_id(elf_begin(fd, ELF_C_READ_MMAP, NULL), id);
 }
 
 int sp_build_id_mem(void *image, size_t size, unsigned char *id)
 {
-	init_libelf();
+	sp_libelf_init();
 	return elf_build_id(elf_memory(image, size), id);
 }
 

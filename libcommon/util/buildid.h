@@ -10,6 +10,12 @@
 #define SP_BUILD_ID_MAX 64
 
 /*
+ * Sets libelf's version, once in the process even when called on
+ * several threads; every user of libelf calls it before its first Elf.
+ */
+void sp_libelf_init(void);
+
+/*
  * Reads the build-id of the ELF file open on fd into id (at most
  * SP_BUILD_ID_MAX bytes).  Returns its length, 0 when the file has none,
  * -1 when it is not a readable ELF file.

@@ -452,8 +452,12 @@ SP_TEST(arena_aligns_and_keeps_every_allocation)
 	}
 	for (int i = 0; i < 3000; i++)
 		SP_CHECK(v[i][0] == (unsigned char)(i & 0xff));
+	/* Reset keeps the blocks; the next allocations reuse them. */
+	sp_arena_reset(&a);
+	SP_CHECK(a.used == NULL && a.spare != NULL);
+	SP_CHECK(sp_arena_alloc(&a, 100) != NULL && a.used != NULL);
 	sp_arena_release(&a);
-	SP_CHECK(a.head == NULL);
+	SP_CHECK(a.used == NULL && a.spare == NULL);
 	SP_CHECK(sp_arena_alloc(&a, 8) != NULL);
 	sp_arena_release(&a);
 }
