@@ -38,7 +38,9 @@ bench_workloads() {
 		   "10b C: spin -t 2 after strip" "10c Debian's xz" "10d Rust" \
 		   "12 system-wide" "13 --stack-size auto" "14 off-CPU" \
 		   "15 --call-graph fp and dwarf" "16 perf.data import" "17 mappings" \
-		   "18 symbolizers" "19 compressed streams" "21a first runs" \
+		   "18 symbolizers" "19 compressed streams" "20 long recordings" \
+		   "1a slowdown above the floor, 999 Hz" \
+		   "1d recorder CPU per 1000 samples, 999 Hz" "21a first runs" \
 		   "21b the same, a 1 s recording" "21c the same, a C++ program"; do
 		[[ "$output" == *"$fig"* ]]
 	done
@@ -63,6 +65,7 @@ bench_workloads() {
 	check_fp_rows "$out"
 	check_compress_rows "$out"
 	check_first_rows "$out"
+	check_floor_rows "$out"
 	# The perf maps the runtimes wrote are gone: none is new.
 	run -0 comm -13 <(echo "$before") <(bench_maps)
 	[ -z "$output" ]
@@ -92,6 +95,21 @@ check_first_rows() {
 	[ "$rows" -eq 6 ]
 	rows=$(grep -cE '^   sp-(unwind alone: frames/s per core|symbolize alone: addresses/s/core) +[0-9.]+[kM]?/s' <<< "$1")
 	[ "$rows" -eq 6 ]
+}
+
+# check_floor_rows OUTPUT: figure 1 has, at each rate, the floor's
+# slowdown (perf record with no call graph), each profiler's slowdown
+# above it and each recorder's own CPU time per 1000 samples, with figures
+# of ours and perf's (or "perf unavailable").
+check_floor_rows() {
+	local -
+	set -o pipefail
+	local r='( \[[^]]*\])?' hz
+	for hz in 4999 999; do
+		grep -qE "^   floor: perf, no call graph, $hz Hz +- +([-+][0-9.]+%$r|perf unavailable)" <<< "$1"
+		grep -qE "^1a slowdown above the floor, $hz Hz +[-+][0-9.]+%$r +([-+][0-9.]+%$r|perf unavailable)" <<< "$1"
+		grep -qE "^1d recorder CPU per 1000 samples, $hz Hz +[0-9]+ms$r +([0-9]+ms$r|perf unavailable)" <<< "$1"
+	done
 }
 
 # check_stripped_rows OUTPUT: figure 10 has, for each of its four
