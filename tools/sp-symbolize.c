@@ -254,7 +254,8 @@ static void print_stats(double seconds)
 /* The tool's own long options, then the symbolizer's. */
 static const struct option *long_options(void)
 {
-	static struct option longopts[SP_SYM_OPT_COUNT + 8] = {
+	enum { OWN = 8 };	/* the entries below; the last one of all stays zero */
+	static struct option longopts[OWN + SP_SYM_OPT_COUNT + 1] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", optional_argument, NULL, COMPRESS },
 		{ "follow", no_argument, NULL, 'f' },
@@ -265,7 +266,7 @@ static const struct option *long_options(void)
 		{ "version", no_argument, NULL, 'V' },
 	};
 	for (int i = 0; i < SP_SYM_OPT_COUNT; i++)
-		longopts[7 + i] = (struct option){ sp_sym_options[i].name,
+		longopts[OWN + i] = (struct option){ sp_sym_options[i].name,
 			sp_sym_options[i].arg ? required_argument : no_argument, NULL, SYM_OPT + i };
 	return longopts;
 }

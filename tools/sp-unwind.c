@@ -48,7 +48,7 @@ static void usage(void)
 	       "                         from frame to frame\n"
 	       "      --max-record BYTES largest input record accepted (default %u)\n"
 	       "      --allow-empty      exit 0 even when no stack is complete\n"
-	       "  -j, --jobs N           unwind on N threads (default: the CPUs online, %u);\n"
+	       "  -j, --jobs N           unwind on N threads (default %u);\n"
 	       "                         the output is the same for every N\n"
 	       "      --stats            at the end, print the samples and frames unwound\n"
 	       "                         per second and the jobs used\n"

@@ -77,7 +77,7 @@ void sp_compress_output(struct sp_writer *w, int level);
 #define SP_MAX_JOBS 256
 unsigned sp_parse_jobs(const char *arg);
 
-/* The default of --jobs: the CPUs online, at most SP_MAX_JOBS. */
+/* The default of --jobs: 1 (see tool.c). */
 unsigned sp_default_jobs(void);
 
 /*
