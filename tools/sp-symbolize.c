@@ -431,6 +431,7 @@ done:
 	 * flame graph, docs/PERFORMANCE.md).  Kept in a global, it stays
 	 * reachable, which leak checkers do not report.
 	 */
+	sp_namer_end(sym);
 	left_to_exit = api;
 	if (infd >= 0 && infd != STDIN_FILENO)
 		close(infd);

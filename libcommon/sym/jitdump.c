@@ -45,6 +45,7 @@ struct sp_jitdumps {
 	sp_sym_warn_fn *warn;
 	void *warn_arg;
 	struct sp_u64map procs;	/* pid -> struct jitproc */
+	bool ended;		/* the segment's cut files were told of */
 };
 
 static void warnf(struct sp_jitdumps *jd, const char *fmt, ...)
@@ -94,8 +95,10 @@ struct sp_jitdumps *sp_jitdumps_new(sp_sym_warn_fn *warn, void *warn_arg)
 	return jd;
 }
 
-void sp_jitdumps_reset(struct sp_jitdumps *jd)
+void sp_jitdumps_end(struct sp_jitdumps *jd)
 {
+	if (jd->ended)
+		return;
 	size_t i = 0;
 	uint64_t pid;
 	void *v;
@@ -108,8 +111,15 @@ void sp_jitdumps_reset(struct sp_jitdumps *jd)
 				      "offset %" PRIu64, f->path, pid, sp_jitdump_offset(f->rd));
 		}
 	}
+	jd->ended = true;
+}
+
+void sp_jitdumps_reset(struct sp_jitdumps *jd)
+{
+	sp_jitdumps_end(jd);
 	sp_u64map_release(&jd->procs, proc_free);
 	sp_u64map_init(&jd->procs);
+	jd->ended = false;
 }
 
 void sp_jitdumps_free(struct sp_jitdumps *jd)

@@ -21,9 +21,12 @@ struct sp_jitdumps *sp_jitdumps_new(sp_sym_warn_fn *warn, void *warn_arg);
 void sp_jitdumps_free(struct sp_jitdumps *jd);
 
 /*
- * A new segment: what the last one's records said is forgotten.  A file
- * whose last record was cut short is warned about first.
+ * The end of a segment: a file whose last record was cut short is warned
+ * about, once.
  */
+void sp_jitdumps_end(struct sp_jitdumps *jd);
+
+/* A new segment: sp_jitdumps_end(), then what the records said is forgotten. */
 void sp_jitdumps_reset(struct sp_jitdumps *jd);
 
 /*

@@ -276,6 +276,11 @@ static void reset_segment(struct sp_namer *sym)
 	sym->fresh = false;
 }
 
+void sp_namer_end(struct sp_namer *sym)
+{
+	sp_jitdumps_end(sym->jitdumps);
+}
+
 void sp_namer_free(struct sp_namer *sym)
 {
 	if (!sym)

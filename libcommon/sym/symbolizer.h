@@ -88,6 +88,13 @@ struct sp_namer *sp_namer_new(const struct sp_sym_search *s, sp_sym_warn_fn *war
 			      void *warn_arg, struct sp_error *err);
 void sp_namer_free(struct sp_namer *sym);
 
+/*
+ * The end of the stream: what only its end tells (a jitdump cut inside a
+ * record) is warned about.  sp_namer_free() does it too; a tool that
+ * leaves the namer to the exit calls this.
+ */
+void sp_namer_end(struct sp_namer *sym);
+
 /* The last error of sym. */
 const char *sp_namer_error(const struct sp_namer *sym);
 
