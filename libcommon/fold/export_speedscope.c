@@ -143,8 +143,14 @@ static int write_timeline(const struct sp_fold_view *v, const struct sp_fold_thr
 		uint64_t start = end - (w < end ? w : end);
 		if (end < at)
 			continue;	/* out of order: no span of its own */
-		/* Timer jitter of an eighth of a sample is no gap in the thread's running. */
-		if (start < at || (open && start - at < w / 8))
+		/*
+		 * Timer jitter of an eighth of an on-CPU sample is no gap in the
+		 * thread's running; an off-CPU interval (--wall: weighed by its
+		 * own length) is exact, and its jitter is still the timer's.
+		 */
+		uint64_t jitter = (v->sample_period_ns && v->sample_period_ns < w ?
+				   v->sample_period_ns : w) / 8;
+		if (start < at || (open && start - at < jitter))
 			start = at;
 		size_t keep = 0;
 		if (open && start == at)
