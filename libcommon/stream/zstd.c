@@ -150,6 +150,8 @@ void sp_zin_free(struct sp_zin *z)
 
 int sp_zin_feed(struct sp_zin *z, const void *p, size_t n)
 {
+	if (n == 0)
+		return 0;	/* nothing to add; z->in may still be NULL */
 	if (z->pos > 0) {
 		memmove(z->in, z->in + z->pos, z->len - z->pos);
 		z->len -= z->pos;
