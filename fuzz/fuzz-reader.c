@@ -11,7 +11,10 @@
  *     once with a 64 KiB record limit and once with the smallest limit
  *     (64 bytes) so that small inputs reach the size checks too, and once
  *     passing every type through undecoded (sp_reader_pass_through()),
- *     where each record passed on must name its type in its first key;
+ *     where each record passed on must name its type in its first key,
+ *     and twice reading every type from its bytes (sp_reader_undecoded()),
+ *     which must give the same records, each one's pairs (stream/rawmap.h)
+ *     those of the record decoded and valid against the schema;
  *   - for every record, calls the typed accessors on each key the schema
  *     knows for its type, renders it with sp_json_render(), parses that
  *     rendering back with sp_json_parse() and compares the MessagePack
@@ -36,6 +39,7 @@
 #include <unistd.h>
 
 #include "stream/json.h"
+#include "stream/rawmap.h"
 #include "stream/record.h"
 #include "stream/stream.h"
 #include "stream/zstd.h"
@@ -226,6 +230,73 @@ static void json_round_trip(const msgpack_object *o, struct sp_buf *json,
 	check(sp_json_parse(json->p, json->len, &pk, &err) == 0);
 }
 
+/* A value read from its bytes against the same value decoded. */
+static void check_rawval(const struct sp_rawval *v, const msgpack_object *o)
+{
+	check(v->at < v->end);
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL: check(v->kind == SP_RAW_NIL); break;
+	case MSGPACK_OBJECT_BOOLEAN: check(v->kind == SP_RAW_BOOL && v->u == o->via.boolean); break;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		check(v->kind == SP_RAW_UINT && v->u == o->via.u64);
+		break;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		check(v->kind == SP_RAW_NEG && (int64_t)v->u == o->via.i64);
+		break;
+	case MSGPACK_OBJECT_FLOAT32: case MSGPACK_OBJECT_FLOAT64:
+		check(v->kind == SP_RAW_FLOAT);
+		break;
+	case MSGPACK_OBJECT_STR:
+		check(v->kind == SP_RAW_STR && v->u == o->via.str.size &&
+		      memcmp(v->p, o->via.str.ptr, o->via.str.size) == 0);
+		break;
+	case MSGPACK_OBJECT_BIN:
+		check(v->kind == SP_RAW_BIN && v->u == o->via.bin.size &&
+		      memcmp(v->p, o->via.bin.ptr, o->via.bin.size) == 0);
+		break;
+	case MSGPACK_OBJECT_ARRAY: {
+		check(v->kind == SP_RAW_ARRAY && v->u == o->via.array.size);
+		uint64_t u[8];
+		size_t n = sp_rawarr_u64(v, u, 8);
+		check(n == (o->via.array.size < 8 ? o->via.array.size : 8));
+		for (size_t i = 0; i < n; i++)
+			check(u[i] == (o->via.array.ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
+				       o->via.array.ptr[i].via.u64 : 0));
+		break;
+	}
+	case MSGPACK_OBJECT_MAP: check(v->kind == SP_RAW_MAP && v->u == o->via.map.size); break;
+	case MSGPACK_OBJECT_EXT: check(v->kind == SP_RAW_EXT); break;
+	}
+}
+
+/*
+ * A record read undecoded: its pairs are those of the record decoded,
+ * each value's bytes in place, and the record passes the schema.
+ */
+static void check_pairs(const struct sp_record *rec)
+{
+	const char *why = NULL, *key = NULL;
+	check(rec->map == NULL && rec->type != SP_R_UNKNOWN && rec->type != SP_R_HEADER &&
+	      rec->type != SP_R_SUMMARY);
+	msgpack_unpacked u;
+	msgpack_unpacked_init(&u);
+	size_t off = 0;
+	check(msgpack_unpack_next(&u, rec->raw, rec->raw_len, &off) == MSGPACK_UNPACK_SUCCESS);
+	check(off == rec->raw_len && u.data.type == MSGPACK_OBJECT_MAP);
+	check(u.data.via.map.size == rec->npairs);
+	check(sp_record_validate(rec->type, &u.data, &why, &key) == 0);
+	const unsigned char *at = (const unsigned char *)rec->raw;
+	for (uint32_t i = 0; i < rec->npairs; i++) {
+		const struct sp_rawpair *pr = &rec->pairs[i];
+		check(pr->key.at >= at && pr->key.end == pr->val.at);
+		check_rawval(&pr->key, &u.data.via.map.ptr[i].key);
+		check_rawval(&pr->val, &u.data.via.map.ptr[i].val);
+		at = pr->val.end;
+	}
+	check(at == (const unsigned char *)rec->raw + rec->raw_len);
+	msgpack_unpacked_destroy(&u);
+}
+
 static void check_record(struct sp_reader *r, const struct sp_record *rec,
 			 const unsigned char *data, size_t size, uint64_t expect_offset,
 			 uint64_t expect_index)
@@ -246,6 +317,10 @@ static void check_record(struct sp_reader *r, const struct sp_record *rec,
 	}
 	check(sp_reader_offset(r) == rec->offset + rec->raw_len);
 	check(sp_reader_records(r) == rec->index + 1);
+	if (rec->pairs) {
+		check_pairs(rec);
+		return;
+	}
 	if (!rec->map) {
 		/* Passed through: a known type, its bytes a map whose "t" names it. */
 		check(rec->type != SP_R_UNKNOWN && rec->type != SP_R_HEADER &&
@@ -336,7 +411,8 @@ static void check_record(struct sp_reader *r, const struct sp_record *rec,
  * was all plain (no zstd frame at a record boundary).
  */
 static bool read_stream(int fd, const unsigned char *data, size_t size,
-			size_t max_record, uint64_t pass_through)
+			size_t max_record, uint64_t pass_through, uint64_t undecoded,
+			uint64_t *records)
 {
 	struct sp_record rec;
 	uint64_t offset = 0, index = 0;
@@ -347,6 +423,7 @@ static bool read_stream(int fd, const unsigned char *data, size_t size,
 	check(r != NULL);
 	sp_reader_set_max_record(r, max_record);
 	sp_reader_pass_through(r, pass_through);
+	sp_reader_undecoded(r, undecoded);
 	check(sp_reader_header(r) == NULL);
 
 	const unsigned char *plain = data;
@@ -375,6 +452,7 @@ static bool read_stream(int fd, const unsigned char *data, size_t size,
 	}
 	check(sp_reader_records(r) == index);
 	sp_reader_free(r);
+	*records = index;
 	return plain != NULL;
 }
 
@@ -449,10 +527,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check(k > 0);
 		done += (size_t)k;
 	}
-	bool plain = read_stream(fd, data, size, 64u << 10, 0);
-	read_stream(fd, data, size, 64, 0);
+	uint64_t n64k, n64, n;
+	bool plain = read_stream(fd, data, size, 64u << 10, 0, 0, &n64k);
+	read_stream(fd, data, size, 64, 0, 0, &n64);
 	/* Every type a stage may pass on undecoded. */
-	read_stream(fd, data, size, 64u << 10, ~0ull);
+	read_stream(fd, data, size, 64u << 10, ~0ull, 0, &n);
+	/* Every type read from its bytes: the same records, no more, no fewer. */
+	read_stream(fd, data, size, 64u << 10, 0, ~0ull, &n);
+	check(n == n64k);
+	read_stream(fd, data, size, 64, 0, ~0ull, &n);
+	check(n == n64);
 
 	/* The same input compressed: what the reader gives must not change. */
 	if (plain && size > 0) {

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "stream/rawmap.h"
 #include "stream/record.h"
 
 static const char *const rtype_names[SP_R_COUNT] = {
@@ -171,6 +172,56 @@ static bool plainly_valid(enum sp_rtype t, const msgpack_object *map)
 		}
 	}
 	return (type_required[t] & ~found) == 0;
+}
+
+static bool raw_vtype_matches(enum sp_vtype v, enum sp_rawkind k)
+{
+	switch (v) {
+	case SP_V_UINT: return k == SP_RAW_UINT;
+	case SP_V_INT: return k == SP_RAW_UINT || k == SP_RAW_NEG;
+	case SP_V_STR: return k == SP_RAW_STR;
+	case SP_V_BIN: return k == SP_RAW_BIN;
+	case SP_V_BOOL: return k == SP_RAW_BOOL;
+	case SP_V_ARRAY: return k == SP_RAW_ARRAY;
+	case SP_V_MAP: return k == SP_RAW_MAP;
+	case SP_V_UINT_OR_NIL: return k == SP_RAW_UINT || k == SP_RAW_NIL;
+	}
+	return false;
+}
+
+size_t sp_record_scan_raw(enum sp_rtype t, const void *p, size_t len,
+			  struct sp_rawpair *pairs, uint32_t max, uint32_t *npairs)
+{
+	pthread_once(&by_type_once, index_schema);
+	if ((unsigned)t >= SP_R_COUNT)
+		return 0;
+	size_t first = type_start[t], n = type_start[t + 1] - first;
+	struct sp_rawmap m;
+	if (n > 64 || !sp_rawmap_open(&m, p, len) || m.left > max)
+		return 0;
+	uint64_t found = 0;
+	size_t at = 0;
+	uint32_t count = m.left;
+	for (uint32_t j = 0; j < count; j++) {
+		struct sp_rawval *k = &pairs[j].key, *v = &pairs[j].val;
+		if (sp_rawmap_next(&m, k, v) <= 0)
+			return 0;
+		if (k->kind != SP_RAW_STR || (k->u == 1 && k->p[0] == 't'))
+			continue;
+		for (size_t tries = 0; tries < n; tries++, at = at + 1 < n ? at + 1 : 0) {
+			size_t i = first + at;
+			if (key_len[i] != k->u || !sp_raw_bytes_eq(by_type[i]->key, k->p, key_len[i]))
+				continue;
+			if ((found & (1ull << at)) || !raw_vtype_matches(by_type[i]->vtype, v->kind))
+				return 0;
+			found |= 1ull << at;
+			break;
+		}
+	}
+	if ((type_required[t] & ~found) != 0)
+		return 0;
+	*npairs = count;
+	return (size_t)(m.p - (const unsigned char *)p);
 }
 
 int sp_record_validate(enum sp_rtype t, const msgpack_object *map,

@@ -274,6 +274,18 @@ const char *sp_rtype_name(enum sp_rtype t);
 int sp_record_validate(enum sp_rtype t, const msgpack_object *map,
 		       const char **why, const char **key);
 
+/*
+ * Reads the record of type t that starts at p, within len bytes, from
+ * its bytes: its pairs into pairs (at most max), their count into
+ * *npairs.  Returns the record's length when it is whole and plainly
+ * passes sp_record_validate() (each key it knows at most once and of its
+ * class, every required one there); 0 otherwise, also when unsure: then
+ * framing and decoding the record tells what is wrong, if anything.
+ */
+struct sp_rawpair;
+size_t sp_record_scan_raw(enum sp_rtype t, const void *p, size_t len,
+			  struct sp_rawpair *pairs, uint32_t max, uint32_t *npairs);
+
 /* The schema as a table, for documentation checks. */
 struct sp_key_schema {
 	enum sp_rtype type;

@@ -14,11 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stream/rawmap.h"
 #include "stream/stream.h"
 #include "stream/zstd.h"
 #include "util/error.h"
 
 #define READ_CHUNK (256u * 1024)
+/* The most pairs of a record read undecoded: one with more is decoded. */
+#define READER_PAIRS 64
 
 struct sp_reader {
 	int fd;
@@ -31,6 +34,9 @@ struct sp_reader {
 	bool eof, failed, seekable_growth;
 	bool saw_summary, have_header;
 	uint64_t pass_through;	/* 1 << type: framed, not decoded (sp_reader_pass_through()) */
+	uint64_t undecoded;	/* 1 << type: checked, not decoded (sp_reader_undecoded()) */
+	struct sp_rawpair pairs[READER_PAIRS];	/* such a record's */
+	uint32_t npairs;
 	volatile int *stop;
 	int poll_ms;
 	void (*idle)(void *arg);
@@ -141,6 +147,11 @@ void sp_reader_pass_through(struct sp_reader *r, uint64_t types)
 {
 	/* Headers begin segments and summaries end them: always decoded. */
 	r->pass_through = types & ~(1ull << SP_R_HEADER | 1ull << SP_R_SUMMARY);
+}
+
+void sp_reader_undecoded(struct sp_reader *r, uint64_t types)
+{
+	r->undecoded = types & ~(1ull << SP_R_HEADER | 1ull << SP_R_SUMMARY);
 }
 
 /*
@@ -781,6 +792,32 @@ static int reader_take_header(struct sp_reader *r, const struct sp_record *rec)
 	return 0;
 }
 
+/*
+ * A record of a type sp_reader_undecoded() named, whole in the buffer and
+ * plainly valid, read from its bytes in one walk (framing, checking and
+ * finding its pairs); false leaves it to be framed and decoded.
+ */
+static bool take_undecoded(struct sp_reader *r, struct sp_record *rec, size_t avail)
+{
+	const unsigned char *p = r->buf + r->start;
+	const char *name;
+	size_t namelen, len;
+	enum sp_rtype t = peek_type(p, avail, &name, &namelen);
+	if (t == SP_R_UNKNOWN || !(r->undecoded & 1ull << t))
+		return false;
+	len = sp_record_scan_raw(t, p, avail < r->max_record ? avail : r->max_record,
+				 r->pairs, READER_PAIRS, &r->npairs);
+	if (!len)
+		return false;
+	*rec = (struct sp_record){ .type = t, .type_name = name, .type_len = namelen,
+				   .raw = (const char *)p, .raw_len = len,
+				   .pairs = r->pairs, .npairs = r->npairs,
+				   .offset = sp_reader_offset(r), .index = r->records };
+	r->start += len;
+	r->records++;
+	return true;
+}
+
 enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 {
 	if (r->failed)
@@ -819,6 +856,8 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 					    r->records == 0 ? ": not a stackpulse stream" : "");
 			return SP_READ_ERROR;
 		}
+		if (r->undecoded && r->have_header && avail && take_undecoded(r, rec, avail))
+			return SP_READ_RECORD;
 		len = avail ? sp_msgpack_frame(r->buf + r->start, avail,
 					       SP_MAX_DEPTH, &why) : 0;
 		if (len < 0) {

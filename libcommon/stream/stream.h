@@ -26,6 +26,7 @@
 
 struct sp_reader;
 struct sp_writer;
+struct sp_rawpair;
 
 /*
  * One record as the reader hands it out.  Everything it points to stays
@@ -38,6 +39,9 @@ struct sp_record {
 	const msgpack_object *map;	/* the whole record */
 	const char *raw;	/* its exact bytes, for passing it through */
 	size_t raw_len;
+	/* A record read undecoded (sp_reader_undecoded()): its pairs, else NULL. */
+	const struct sp_rawpair *pairs;
+	uint32_t npairs;
 	uint64_t offset;	/* byte offset of the record in the input */
 	uint64_t index;		/* 0-based record index in the input */
 };
@@ -70,6 +74,16 @@ void sp_reader_set_max_record(struct sp_reader *r, size_t bytes);
  * Headers and summaries are always decoded.
  */
 void sp_reader_pass_through(struct sp_reader *r, uint64_t types);
+
+/*
+ * Records of the types in the mask are checked against the schema from
+ * their bytes but not decoded: rec->map is NULL, and rec->pairs holds
+ * their keys and values (stream/rawmap.h) until the next read.  One that
+ * is not plainly valid, or has many keys, is decoded as usual, so that a
+ * fault is told as any other record's: rec->map is then set and
+ * rec->pairs NULL.  Headers and summaries are always decoded.
+ */
+void sp_reader_undecoded(struct sp_reader *r, uint64_t types);
 
 /*
  * Follow mode: at the end of the input, wait for more to be written
@@ -244,6 +258,9 @@ msgpack_packer *sp_mapw_key(struct sp_mapw *m, const char *key);
 
 /* Copies one key and its value of a record read (a record passed through in part). */
 void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv);
+
+/* Copies one key and its value as the len bytes at pair encode them. */
+void sp_mapw_raw(struct sp_mapw *m, const void *pair, size_t len);
 
 void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v);
 void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v);

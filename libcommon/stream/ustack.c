@@ -7,7 +7,7 @@
 #include "stream/ustack.h"
 #include "util/alloc.h"
 
-/* A thread's last full copy. */
+/* A thread's last full copy: at buf's start when encoding, at its end when decoding. */
 struct sp_ustack_copy {
 	unsigned char *buf;
 	size_t len, alloc;
@@ -104,17 +104,30 @@ int sp_ustack_decode(struct sp_ustack_cache *c, uint32_t tid, const void *ustack
 		shared = 0;
 	}
 	size_t total = len + (size_t)shared;
-	if (SP_ALLOC_GROW(u->buf, total, u->alloc) < 0) {
-		sp_ustack_forget(c, tid);
-		return -1;
-	}
-	/* The tail first: it may overlap where the new start goes. */
-	if (shared)
-		memmove(u->buf + len, u->buf + u->len - shared, (size_t)shared);
-	if (len)
-		memcpy(u->buf, ustack, len);
 	u->len = total;
-	*copy = u->buf;
+	if (!total)
+		return rc;	/* a share refused, and nothing of its own */
+	/*
+	 * A decoded copy lies at the end of its buffer, so that the tail the
+	 * next copy shares stays where it is: only the new bytes are copied.
+	 */
+	if (total > u->alloc) {
+		size_t cap = u->alloc * 2 > total ? u->alloc * 2 : total;
+		unsigned char *buf = malloc(cap);
+		if (!buf) {
+			sp_ustack_forget(c, tid);
+			return -1;
+		}
+		if (shared)
+			memcpy(buf + cap - shared, u->buf + u->alloc - shared, (size_t)shared);
+		free(u->buf);
+		u->buf = buf;
+		u->alloc = cap;
+	}
+	unsigned char *start = u->buf + u->alloc - total;
+	if (len)
+		memcpy(start, ustack, len);
+	*copy = start;
 	*copy_len = total;
 	return rc;
 }

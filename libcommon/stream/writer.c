@@ -265,6 +265,12 @@ msgpack_packer *sp_mapw_key(struct sp_mapw *m, const char *key)
 	return &m->w->pk;
 }
 
+void sp_mapw_raw(struct sp_mapw *m, const void *pair, size_t len)
+{
+	m->n++;
+	sp_writer_raw(m->w, pair, len);
+}
+
 void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv)
 {
 	m->n++;

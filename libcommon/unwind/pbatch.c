@@ -93,6 +93,8 @@ int sp_batch_add(struct sp_batch *b, const struct sp_record *rec, const struct s
 	*it = (struct sp_item){ .rec = *rec, .sample = SP_PAR_NO_SAMPLE };
 	it->rec.raw = raw;
 	it->rec.map = map;
+	it->rec.pairs = NULL;	/* the reader's, until its next read */
+	it->rec.npairs = 0;
 	it->rec.type_name = relocate(&b->arena, rec->type_name, rec->type_len, rec, raw);
 	if (copy_obj(&b->arena, rec->map, map, rec, raw) < 0)
 		return -1;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "stream/header.h"
+#include "stream/rawmap.h"
 #include "stream/records.h"
 #include "stream/ustack.h"
 #include "unwind/addrspace.h"
@@ -57,6 +58,7 @@ struct sp_unwind_stage {
 	struct sp_object kernel;	/* the pseudo-module of kernel frames */
 	uint64_t next_module;
 	bool oom;			/* memory ran out within the record */
+	bool bad_sample;		/* a sample's bytes were not a map */
 
 	struct sp_ustack_cache copies;	/* the last full stack copy of each thread */
 
@@ -203,7 +205,7 @@ static uint64_t intern(struct sp_unwind_stage *s, const struct sp_stack_frame *f
 	return os->id;
 }
 
-/* The keys of a raw sample the stage consumes, in one pass over its map. */
+/* The keys of a raw sample the stage consumes, in one pass over its bytes. */
 #define RAW_KEYS(X) X(T, "t") X(PID, "pid") X(TID, "tid") X(TIME, "time") X(CPU, "cpu") \
 	X(PERIOD, "period") X(ABI, "abi") X(REGS, "regs") X(USTACK, "ustack") \
 	X(USTACK_SHARED, "ustack_shared") X(USTACK_FULL, "ustack_full") X(KSTACK, "kstack") \
@@ -220,69 +222,140 @@ static const struct { const char *s; uint32_t n; } raw_keys[RK_COUNT] = {
 #undef RAW_NAME
 };
 
-/* A raw sample's values by key: NULL for a key it lacks. */
+/* A raw sample's values by key: kind SP_RAW_NONE for a key it lacks. */
 #define RAW_OTHERS 16
 struct raw_sample {
-	const msgpack_object *v[RK_COUNT];
-	/* The positions of the keys the stage passes on (all of them unless many_others). */
-	uint32_t others[RAW_OTHERS];
+	struct sp_rawval v[RK_COUNT];
+	/* The pairs the stage passes on, as bytes (all of them unless many_others). */
+	struct { const unsigned char *p; size_t len; } others[RAW_OTHERS];
 	unsigned nothers;
 	bool many_others;
+	const void *raw;
+	size_t len;
 };
 
 /*
  * Which of RAW_KEYS k is, or RK_COUNT; the search starts at *at, past
  * the key found last (a writer puts them in this order), and moves it.
  */
-static enum raw_key raw_key_from(const msgpack_object *k, int *at)
+static enum raw_key raw_key_from(const struct sp_rawval *k, int *at)
 {
-	if (k->type != MSGPACK_OBJECT_STR)
+	if (k->kind != SP_RAW_STR)
 		return RK_COUNT;
 	for (int n = 0, i = *at; n < RK_COUNT; n++, i = i + 1 < RK_COUNT ? i + 1 : 0)
-		if (raw_keys[i].n == k->via.str.size && raw_keys[i].s[0] == k->via.str.ptr[0] &&
-		    memcmp(raw_keys[i].s, k->via.str.ptr, raw_keys[i].n) == 0) {
+		if (raw_keys[i].n == k->u && sp_raw_bytes_eq(raw_keys[i].s, k->p, raw_keys[i].n)) {
 			*at = i + 1 < RK_COUNT ? i + 1 : 0;
 			return (enum raw_key)i;
 		}
 	return RK_COUNT;
 }
 
-/* Each key's first value, as sp_map_get() finds it, and where the others are. */
-static void raw_sample_read(const msgpack_object *m, struct raw_sample *rs)
+/* Takes one pair of a raw sample: the first value of each key, as sp_map_get() finds it. */
+static void raw_sample_take(struct raw_sample *rs, const struct sp_rawval *k,
+			    const struct sp_rawval *v, int *at)
 {
-	memset(rs, 0, sizeof(*rs));
-	const msgpack_object_map *mm = &m->via.map;
-	int at = 0;
-	for (uint32_t i = 0; i < mm->size; i++) {
-		enum raw_key k = raw_key_from(&mm->ptr[i].key, &at);
-		if (k < RK_COUNT && !rs->v[k])
-			rs->v[k] = &mm->ptr[i].val;
-		if (k == RK_COUNT && rs->nothers < RAW_OTHERS)
-			rs->others[rs->nothers++] = i;
-		else if (k == RK_COUNT)
-			rs->many_others = true;
+	enum raw_key key = raw_key_from(k, at);
+	if (key < RK_COUNT) {
+		if (rs->v[key].kind == SP_RAW_NONE)
+			rs->v[key] = *v;
+	} else if (rs->nothers < RAW_OTHERS) {
+		rs->others[rs->nothers].p = k->at;
+		rs->others[rs->nothers++].len = (size_t)(v->end - k->at);
+	} else {
+		rs->many_others = true;
 	}
+}
+
+/*
+ * A raw sample's values, from the pairs the reader found or from its
+ * bytes.  The reader framed and checked them: false only if they are not
+ * a map after all.
+ */
+static bool raw_sample_read(const struct sp_record *rec, struct raw_sample *rs)
+{
+	for (int i = 0; i < RK_COUNT; i++)
+		rs->v[i].kind = SP_RAW_NONE;
+	rs->nothers = 0;
+	rs->many_others = false;
+	rs->raw = rec->raw;
+	rs->len = rec->raw_len;
+	int at = 0;
+	if (rec->pairs) {
+		for (uint32_t i = 0; i < rec->npairs; i++)
+			raw_sample_take(rs, &rec->pairs[i].key, &rec->pairs[i].val, &at);
+		return true;
+	}
+	struct sp_rawmap m;
+	struct sp_rawval k, v;
+	int rc;
+	if (!sp_rawmap_open(&m, rec->raw, rec->raw_len))
+		return false;
+	while ((rc = sp_rawmap_next(&m, &k, &v)) > 0)
+		raw_sample_take(rs, &k, &v, &at);
+	return rc == 0;
+}
+
+/* Passes on the pairs of the sample the stage does not consume, as they are. */
+static void raw_others_write(const struct raw_sample *rs, struct sp_mapw *out)
+{
+	if (!rs->many_others) {
+		for (unsigned i = 0; i < rs->nothers; i++)
+			sp_mapw_raw(out, rs->others[i].p, rs->others[i].len);
+		return;
+	}
+	struct sp_rawmap m;
+	struct sp_rawval k, v;
+	int at = 0;
+	sp_rawmap_open(&m, rs->raw, rs->len);
+	while (sp_rawmap_next(&m, &k, &v) > 0)
+		if (raw_key_from(&k, &at) == RK_COUNT)
+			sp_mapw_raw(out, k.at, (size_t)(v.end - k.at));
 }
 
 static bool raw_u64(const struct raw_sample *rs, enum raw_key k, uint64_t *out)
 {
-	const msgpack_object *o = rs->v[k];
-	if (!o || o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+	if (rs->v[k].kind != SP_RAW_UINT)
 		return false;
-	*out = o->via.u64;
+	*out = rs->v[k].u;
 	return true;
 }
 
 static bool raw_bool(const struct raw_sample *rs, enum raw_key k)
 {
-	const msgpack_object *o = rs->v[k];
-	return o && o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
+	return rs->v[k].kind == SP_RAW_BOOL && rs->v[k].u;
 }
 
-static const msgpack_object_array *raw_array(const struct raw_sample *rs, enum raw_key k)
+/* The elements of an array key, or 0 when the sample lacks it. */
+static uint64_t raw_count(const struct raw_sample *rs, enum raw_key k)
 {
-	const msgpack_object *o = rs->v[k];
-	return o && o->type == MSGPACK_OBJECT_ARRAY ? &o->via.array : NULL;
+	return rs->v[k].kind == SP_RAW_ARRAY ? rs->v[k].u : 0;
+}
+
+/* The kernel's frames: the unsigned integers of kstack, at most MAX_KERNEL_FRAMES. */
+static size_t kernel_frames(struct sp_unwind_stage *s, const struct raw_sample *m)
+{
+	const struct sp_rawval *ks = &m->v[RK_KSTACK];
+	size_t n = 0;
+	if (ks->kind != SP_RAW_ARRAY)
+		return 0;
+	const unsigned char *p = ks->p;
+	struct sp_rawval e;
+	for (uint64_t i = 0; i < ks->u && n < MAX_KERNEL_FRAMES; i++) {
+		uint64_t a;
+		size_t took = sp_raw_uint_at(p, ks->end, &a);
+		if (!took) {
+			/* Another kind of value, skipped. */
+			if (!sp_raw_value(p, ks->end, &e))
+				break;
+			p = e.end;
+			continue;
+		}
+		p += took;
+		uint64_t flags = SP_FRAME_KERNEL | (n ? SP_FRAME_RETADDR : 0);
+		s->frames[n] = (struct sp_stack_frame){ a, module_id(s, &s->kernel), a, flags };
+		n++;
+	}
+	return n;
 }
 
 /* Kernel frames, then the user frames; returns how many are in s->frames. */
@@ -290,22 +363,12 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const struct raw_sample *
 			    const unsigned char *copy, size_t len, bool full)
 {
 	unsigned max_depth = s->uo.max_depth;
-	size_t n = 0;
+	size_t n = kernel_frames(s, m);
 	uint64_t abi = 0;
-	const msgpack_object_array *ks = raw_array(m, RK_KSTACK);
-	for (uint32_t i = 0; ks && i < ks->size && n < MAX_KERNEL_FRAMES; i++) {
-		if (ks->ptr[i].type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-			continue;
-		uint64_t a = ks->ptr[i].via.u64;
-		uint64_t flags = SP_FRAME_KERNEL | (n ? SP_FRAME_RETADDR : 0);
-		s->frames[n] = (struct sp_stack_frame){ a, module_id(s, &s->kernel), a, flags };
-		n++;
-	}
 	raw_u64(m, RK_ABI, &abi);
-	const msgpack_object_array *regs = raw_array(m, RK_REGS);
-	const msgpack_object_array *uc = raw_array(m, RK_UCHAIN);
-	bool stack_copy = abi && regs && regs->size >= s->regs.need;
-	if (!stack_copy && !(uc && uc->size))
+	uint64_t nregs = raw_count(m, RK_REGS), nuc = raw_count(m, RK_UCHAIN);
+	bool stack_copy = abi && m->v[RK_REGS].kind == SP_RAW_ARRAY && nregs >= s->regs.need;
+	if (!stack_copy && !nuc)
 		return n;
 	uint64_t r[256];
 	size_t nr = 0, nu = 0;
@@ -313,10 +376,7 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const struct raw_sample *
 	if (!stack_copy) {
 		/* The kernel's frame-pointer chain (--call-graph fp), at most max_depth + 1 read. */
 		bool ufull = raw_bool(m, RK_UCHAIN_FULL);
-		nr = uc->size < (size_t)max_depth + 1 ? uc->size : (size_t)max_depth + 1;
-		for (size_t i = 0; i < nr; i++)
-			s->chain[i] = uc->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
-				      uc->ptr[i].via.u64 : 0;
+		nr = sp_rawarr_u64(&m->v[RK_UCHAIN], s->chain, (size_t)max_depth + 1);
 		end = s->lu && s->engine->chain ?
 			s->engine->chain(s->lu, s->as, (uint32_t)pid, s->chain, nr, ufull,
 					 s->uframes, max_depth, &nu) :
@@ -324,9 +384,7 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const struct raw_sample *
 					s->uframes, max_depth, &nu);
 		goto frames;
 	}
-	nr = regs->size < 256 ? regs->size : 256;
-	for (size_t i = 0; i < nr; i++)
-		r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ? regs->ptr[i].via.u64 : 0;
+	nr = sp_rawarr_u64(&m->v[RK_REGS], r, 256);
 	end = s->lu ?
 		s->engine->unwind(s->lu, s->as, (uint32_t)pid, r, nr, copy, len, full,
 			   s->uframes, max_depth, &nu) :
@@ -352,9 +410,11 @@ frames:
 
 static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec)
 {
-	const msgpack_object *m = rec->map;
 	struct raw_sample rs;
-	raw_sample_read(m, &rs);
+	if (!raw_sample_read(rec, &rs)) {
+		s->bad_sample = true;
+		return;
+	}
 	uint64_t pid = 0, tid = 0, shared = 0, v;
 	raw_u64(&rs, RK_PID, &pid);
 	raw_u64(&rs, RK_TID, &tid);
@@ -362,9 +422,9 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 	bool full = raw_bool(&rs, RK_USTACK_FULL);
 	const void *us = NULL;
 	size_t uslen = 0;
-	if (rs.v[RK_USTACK] && rs.v[RK_USTACK]->type == MSGPACK_OBJECT_BIN) {
-		us = rs.v[RK_USTACK]->via.bin.ptr;
-		uslen = rs.v[RK_USTACK]->via.bin.size;
+	if (rs.v[RK_USTACK].kind == SP_RAW_BIN) {
+		us = rs.v[RK_USTACK].p;
+		uslen = rs.v[RK_USTACK].u;
 	}
 	s->samples++;
 
@@ -397,16 +457,7 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 		sp_mapw_u64(&out, "cpu", v);
 	if (raw_u64(&rs, RK_PERIOD, &v))
 		sp_mapw_u64(&out, "period", v);
-	const msgpack_object_map *mm = &m->via.map;
-	if (!rs.many_others) {
-		for (unsigned i = 0; i < rs.nothers; i++)
-			sp_mapw_kv(&out, &mm->ptr[rs.others[i]]);
-	} else {
-		int at = 0;
-		for (uint32_t i = 0; i < mm->size; i++)
-			if (raw_key_from(&mm->ptr[i].key, &at) == RK_COUNT)
-				sp_mapw_kv(&out, &mm->ptr[i]);
-	}
+	raw_others_write(&rs, &out);
 	if (n)
 		sp_mapw_u64(&out, "stack", id);
 	sp_mapw_end(&out);
@@ -514,6 +565,10 @@ int sp_unwind_stage_record(struct sp_unwind_stage *s, const struct sp_record *re
 	if (s->oom) {
 		s->oom = false;
 		return sp_error_set(err, SP_ERR_NOMEM, "out of memory");
+	}
+	if (s->bad_sample) {
+		s->bad_sample = false;
+		return sp_error_set(err, SP_ERR_BAD_INPUT, "sample record is not a map");
 	}
 	return 0;
 }
