@@ -97,9 +97,12 @@ static void compile(struct rule *r, Dwarf_Frame *f, const struct sp_unwind_arch 
 		}
 		r->kind[reg] = keep_expr(r, arch, reg, mem, rops, rn, &owned_used) ? R_EXPR : R_UNDEF;
 	}
-	for (unsigned reg = 0; reg < arch->nregs; reg++)
-		if (r->kind[reg] != R_UNDEF)
-			r->live[r->nlive++] = (uint8_t)reg;
+	for (unsigned reg = 0; reg < arch->nregs; reg++) {
+		if (r->kind[reg] == R_SAME)
+			r->same |= 1u << reg;
+		else if (r->kind[reg] != R_UNDEF)
+			r->moved[r->nmoved++] = (uint8_t)reg;
+	}
 	if (owned_used == 0) {
 		free(r->owned);
 		r->owned = NULL;

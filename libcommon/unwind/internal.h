@@ -48,9 +48,11 @@ struct rule {
 	struct rule_expr cfa;
 	uint8_t kind[SP_ARCH_MAX_REGS];
 	int64_t off[SP_ARCH_MAX_REGS];
-	/* The columns whose kind is not R_UNDEF, in order: all apply() visits. */
-	uint8_t live[SP_ARCH_MAX_REGS];
-	uint8_t nlive;
+	/* The columns of kind R_SAME, a bit each: apply() copies them together. */
+	uint32_t same;
+	/* The columns of the other kinds but R_UNDEF, in order: all apply() visits. */
+	uint8_t moved[SP_ARCH_MAX_REGS];
+	uint8_t nmoved;
 	struct rule_expr *expr;	/* per column, NULL when no column has R_EXPR */
 	Dwarf_Frame *frame;	/* kept while cfa.ops point into it */
 	Dwarf_Op *owned;	/* copies of short expressions */

@@ -87,19 +87,17 @@ static inline int apply(const struct sp_unwind_arch *arch, const struct rule *r,
 	} else {
 		return SP_END_BAD_CFA;
 	}
-	uint32_t valid = 0;
+	/*
+	 * Registers the callee kept hold the same values: all of them are
+	 * copied (a column not valid holds nothing anyone reads).
+	 */
+	memcpy(next->reg, s->reg, sizeof(next->reg));
+	uint32_t valid = s->valid & r->same;
 	*outermost = r->kind[arch->ra] == R_UNDEF;
-	for (unsigned i = 0; i < r->nlive; i++) {
-		unsigned reg = r->live[i];
+	for (unsigned i = 0; i < r->nmoved; i++) {
+		unsigned reg = r->moved[i];
 		uint64_t v;
 		switch (r->kind[reg]) {
-		case R_UNDEF:
-			continue;
-		case R_SAME:
-			if (!(s->valid & (1u << reg)))
-				continue;
-			v = s->reg[reg];
-			break;
 		case R_OFFSET:
 			/*
 			 * In an epilogue GCC's CFI often still says a register
