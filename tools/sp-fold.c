@@ -393,6 +393,7 @@ int main(int argc, char **argv)
 	struct sp_fold *f = sp_fold_new(&o);
 	if (!out || !r || !f)
 		sp_die(SP_EXIT_FATAL, "out of memory");
+	sp_reader_undecoded(r, 1ull << SP_R_SAMPLE);	/* read from their bytes */
 	struct follow_out fo = { f, out };
 	if (follow) {
 		struct sigaction sa = { .sa_handler = sp_on_signal };

@@ -468,10 +468,10 @@ static bool wanted_event(const struct sp_fold *f, uint64_t ev, bool *off)
 	return ev == (uint64_t)f->ev_picked || same_event(f, ev);
 }
 
-static int take_sample(struct sp_fold *f, const msgpack_object *m)
+static int take_sample(struct sp_fold *f, const struct sp_record *rec)
 {
 	struct sp_sample_head h;
-	sp_sample_head_read(m, &h);
+	sp_sample_head_of(rec, &h);
 	uint64_t pid = h.pid, tid = h.tid, time = h.time, period = h.period, stack = h.stack;
 	if (!f->have_start) {
 		f->seg_start = time;
@@ -517,9 +517,7 @@ static int take_sample(struct sp_fold *f, const msgpack_object *m)
 				    (unsigned long long)stack);
 	}
 	if (off) {
-		bool preempted = false;
-		sp_map_bool(m, "preempted", &preempted);
-		if (off_cpu_stack(f, &k, preempted) < 0)
+		if (off_cpu_stack(f, &k, h.preempted) < 0)
 			return -1;
 	}
 	if (!known) {
@@ -744,7 +742,7 @@ int sp_fold_record(struct sp_fold *f, const struct sp_record *rec)
 	case SP_R_STACK:
 		return f->stage == SP_STAGE_UNWOUND ? take_stack(f, rec->map, false) : 0;
 	case SP_R_SAMPLE:
-		return take_sample(f, rec->map);
+		return take_sample(f, rec);
 	default:
 		return 0;
 	}

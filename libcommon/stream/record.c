@@ -6,6 +6,7 @@
 
 #include "stream/rawmap.h"
 #include "stream/record.h"
+#include "stream/stream.h"
 
 static const char *const rtype_names[SP_R_COUNT] = {
 	[SP_R_UNKNOWN] = "unknown",
@@ -336,34 +337,65 @@ const msgpack_object_array *sp_map_array(const msgpack_object *map,
 	return &v->via.array;
 }
 
+/* The keys of a sample's head, and where each goes. */
+static const struct { const char *k; uint32_t n; size_t at; } head_keys[] = {
+	{ "pid", 3, offsetof(struct sp_sample_head, pid) },
+	{ "tid", 3, offsetof(struct sp_sample_head, tid) },
+	{ "time", 4, offsetof(struct sp_sample_head, time) },
+	{ "period", 6, offsetof(struct sp_sample_head, period) },
+	{ "stack", 5, offsetof(struct sp_sample_head, stack) },
+	{ "event", 5, offsetof(struct sp_sample_head, event) },
+};
+#define HEAD_KEYS (sizeof(head_keys) / sizeof(head_keys[0]))
+#define HEAD_PREEMPTED HEAD_KEYS
+
+/* Which head key the n bytes at k are: HEAD_PREEMPTED for "preempted", -1 for none. */
+static int head_key(const char *k, size_t n)
+{
+	for (unsigned i = 0; i < HEAD_KEYS; i++)
+		if (head_keys[i].n == n && sp_raw_bytes_eq(head_keys[i].k, k, n))
+			return (int)i;
+	return n == 9 && sp_raw_bytes_eq(k, "preempted", 9) ? HEAD_PREEMPTED : -1;
+}
+
 void sp_sample_head_read(const msgpack_object *map, struct sp_sample_head *s)
 {
 	*s = (struct sp_sample_head){ .period = 1, .stack = UINT64_MAX };
 	if (!map || map->type != MSGPACK_OBJECT_MAP)
 		return;
 	/* One pass over the map; each key's first value counts, as sp_map_u64() reads it. */
-	static const struct { const char *k; uint32_t n; size_t at; } keys[] = {
-		{ "pid", 3, offsetof(struct sp_sample_head, pid) },
-		{ "tid", 3, offsetof(struct sp_sample_head, tid) },
-		{ "time", 4, offsetof(struct sp_sample_head, time) },
-		{ "period", 6, offsetof(struct sp_sample_head, period) },
-		{ "stack", 5, offsetof(struct sp_sample_head, stack) },
-		{ "event", 5, offsetof(struct sp_sample_head, event) },
-	};
 	unsigned seen = 0;
 	const msgpack_object_kv *kv = map->via.map.ptr;
 	for (uint32_t j = 0; j < map->via.map.size; j++) {
-		const msgpack_object *k = &kv[j].key;
-		if (k->type != MSGPACK_OBJECT_STR)
+		const msgpack_object *k = &kv[j].key, *v = &kv[j].val;
+		int i = k->type == MSGPACK_OBJECT_STR ? head_key(k->via.str.ptr, k->via.str.size) : -1;
+		if (i < 0 || (seen & 1u << i))
 			continue;
-		for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-			if (keys[i].n != k->via.str.size || keys[i].k[0] != k->via.str.ptr[0] ||
-			    memcmp(keys[i].k, k->via.str.ptr, keys[i].n) != 0)
-				continue;
-			if (!(seen & 1u << i) && kv[j].val.type == MSGPACK_OBJECT_POSITIVE_INTEGER)
-				*(uint64_t *)(void *)((char *)s + keys[i].at) = kv[j].val.via.u64;
-			seen |= 1u << i;
-			break;
-		}
+		seen |= 1u << i;
+		if (i == HEAD_PREEMPTED)
+			s->preempted = v->type == MSGPACK_OBJECT_BOOLEAN && v->via.boolean;
+		else if (v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+			*(uint64_t *)(void *)((char *)s + head_keys[i].at) = v->via.u64;
+	}
+}
+
+void sp_sample_head_of(const struct sp_record *rec, struct sp_sample_head *s)
+{
+	if (!rec->pairs) {
+		sp_sample_head_read(rec->map, s);
+		return;
+	}
+	*s = (struct sp_sample_head){ .period = 1, .stack = UINT64_MAX };
+	unsigned seen = 0;
+	for (uint32_t j = 0; j < rec->npairs; j++) {
+		const struct sp_rawval *k = &rec->pairs[j].key, *v = &rec->pairs[j].val;
+		int i = k->kind == SP_RAW_STR ? head_key((const char *)k->p, k->u) : -1;
+		if (i < 0 || (seen & 1u << i))
+			continue;
+		seen |= 1u << i;
+		if (i == HEAD_PREEMPTED)
+			s->preempted = v->kind == SP_RAW_BOOL && v->u;
+		else if (v->kind == SP_RAW_UINT)
+			*(uint64_t *)(void *)((char *)s + head_keys[i].at) = v->u;
 	}
 }

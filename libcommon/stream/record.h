@@ -319,10 +319,15 @@ struct sp_sample_head {
 	uint64_t period;	/* 1 when absent */
 	uint64_t stack;		/* the interned stack's id; UINT64_MAX when absent */
 	uint64_t event;		/* its index in the header's events; 0 when absent */
+	bool preempted;		/* an off-CPU sample's; false when absent */
 };
 
 /* Reads a sample record's head; keys that are absent keep the defaults above. */
 void sp_sample_head_read(const msgpack_object *map, struct sp_sample_head *s);
+
+/* The same, from a record decoded or read undecoded (sp_reader_undecoded()). */
+struct sp_record;
+void sp_sample_head_of(const struct sp_record *rec, struct sp_sample_head *s);
 
 /* Whether a string object equals a C string. */
 bool sp_obj_str_eq(const msgpack_object *o, const char *s);

@@ -112,9 +112,10 @@ int sp_ustack_decode(struct sp_ustack_cache *c, uint32_t tid, const void *ustack
 	 * next copy shares stays where it is: only the new bytes are copied.
 	 */
 	if (total > u->alloc) {
-		size_t cap = u->alloc * 2 > total ? u->alloc * 2 : total;
-		unsigned char *buf = malloc(cap);
-		if (!buf) {
+		unsigned char *buf = NULL;
+		size_t cap = 0;
+		if (sp_alloc_grow((void **)&buf, 1, u->alloc * 2 > total ? u->alloc * 2 : total,
+				  &cap) < 0) {
 			sp_ustack_forget(c, tid);
 			return -1;
 		}
