@@ -300,8 +300,7 @@ int main(int argc, char **argv)
 	if (!w || !(stage || par) || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_reader_set_max_record(r, max_record);
-	if (stage)
-		sp_reader_undecoded(r, 1ull << SP_R_SAMPLE);	/* read from their bytes */
+	sp_reader_undecoded(r, 1ull << SP_R_SAMPLE);	/* read from their bytes */
 	if (par)
 		sp_reader_set_idle(r, flush_par, par);
 	else

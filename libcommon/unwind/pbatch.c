@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/rawmap.h"
 #include "unwind/parallel-int.h"
 #include "util/alloc.h"
 
@@ -80,6 +81,30 @@ static int copy_obj(struct sp_arena *z, const msgpack_object *o, msgpack_object 
 	}
 }
 
+/* A value of the record at from, moved into the copy of its bytes at to. */
+static void move_val(struct sp_rawval *v, const char *from, const char *to)
+{
+	const unsigned char *f = (const unsigned char *)from, *t = (const unsigned char *)to;
+	v->p = t + (v->p - f);
+	v->at = t + (v->at - f);
+	v->end = t + (v->end - f);
+}
+
+/* The pairs of a record read undecoded, pointing into the copy of its bytes. */
+static const struct sp_rawpair *copy_pairs(struct sp_arena *z, const struct sp_record *rec,
+					   const char *raw)
+{
+	struct sp_rawpair *pr = sp_arena_alloc(z, (rec->npairs ? rec->npairs : 1) * sizeof(*pr));
+	if (!pr)
+		return NULL;
+	for (uint32_t i = 0; i < rec->npairs; i++) {
+		pr[i] = rec->pairs[i];
+		move_val(&pr[i].key, rec->raw, raw);
+		move_val(&pr[i].val, rec->raw, raw);
+	}
+	return pr;
+}
+
 int sp_batch_add(struct sp_batch *b, const struct sp_record *rec, const struct sp_header *hdr)
 {
 	if (SP_ALLOC_GROW(b->items, b->nitems + 1, b->allocitems) < 0)
@@ -92,12 +117,17 @@ int sp_batch_add(struct sp_batch *b, const struct sp_record *rec, const struct s
 	memcpy(raw, rec->raw, rec->raw_len);
 	*it = (struct sp_item){ .rec = *rec, .sample = SP_PAR_NO_SAMPLE };
 	it->rec.raw = raw;
-	it->rec.map = map;
-	it->rec.pairs = NULL;	/* the reader's, until its next read */
-	it->rec.npairs = 0;
 	it->rec.type_name = relocate(&b->arena, rec->type_name, rec->type_len, rec, raw);
-	if (copy_obj(&b->arena, rec->map, map, rec, raw) < 0)
+	if (rec->pairs) {
+		/* Read undecoded: its pairs, moved to the copy of its bytes. */
+		it->rec.pairs = copy_pairs(&b->arena, rec, raw);
+		if (!it->rec.pairs)
+			return -1;
+	} else if (copy_obj(&b->arena, rec->map, map, rec, raw) < 0) {
 		return -1;
+	} else {
+		it->rec.map = map;
+	}
 	b->bytes += rec->raw_len;
 	if (rec->type == SP_R_HEADER) {
 		it->hdr = *hdr;

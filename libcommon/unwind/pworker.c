@@ -13,6 +13,7 @@
 #include "unwind/arch.h"
 #include "unwind/census.h"
 #include "unwind/parallel-int.h"
+#include "unwind/rawsample.h"
 #include "util/alloc.h"
 
 struct sp_pworker {
@@ -92,26 +93,26 @@ static int begin_segment(struct sp_pworker *w, const struct sp_item *it)
  * A sample's full stack copy: every worker rebuilds every sample's, in
  * input order, since a copy shares its tail with the thread's last one.
  */
-static int rebuild_copy(struct sp_pworker *w, const msgpack_object *m,
+static int rebuild_copy(struct sp_pworker *w, const struct sp_raw_sample *rs,
 			const unsigned char **copy, size_t *len)
 {
 	uint64_t tid = 0, shared = 0;
-	const void *us = NULL;
-	size_t uslen = 0;
-	sp_map_u64(m, "tid", &tid);
-	sp_map_u64(m, "ustack_shared", &shared);
-	if (!sp_map_bin(m, "ustack", &us, &uslen))
-		uslen = 0;
+	size_t uslen;
+	sp_rs_u64(rs, RK_TID, &tid);
+	sp_rs_u64(rs, RK_USTACK_SHARED, &shared);
+	const void *us = sp_rs_ustack(rs, &uslen);
 	return sp_ustack_decode(&w->copies, (uint32_t)tid, us, uslen, shared, copy, len);
 }
 
 /* The user frames of a sample, into its result and the worker's slot. */
 static int unwind_sample(struct sp_pworker *w, struct sp_batch *b, const struct sp_item *it)
 {
-	const msgpack_object *m = it->rec.map;
+	struct sp_raw_sample rs;
 	const unsigned char *copy;
 	size_t len;
-	int rc = rebuild_copy(w, m, &copy, &len);
+	if (!sp_raw_sample_read(&it->rec, &rs))
+		return 0;	/* the stage refuses it, in the writer */
+	int rc = rebuild_copy(w, &rs, &copy, &len);
 	if (it->sample % w->jobs != w->id || rc < 0)
 		return rc;
 	struct sp_presult *res = &b->results[it->sample];
@@ -119,31 +120,22 @@ static int unwind_sample(struct sp_pworker *w, struct sp_batch *b, const struct 
 	unsigned max_depth = w->uo.max_depth;
 	uint64_t pid = 0, abi = 0;
 	size_t nr, nu = 0;
-	bool full = false;
 	*res = (struct sp_presult){ SP_END_COMPLETE, slot->nframes, 0, 0, rc };
-	sp_map_u64(m, "pid", &pid);
-	sp_map_u64(m, "abi", &abi);
-	sp_map_bool(m, "ustack_full", &full);
-	const msgpack_object_array *regs = sp_map_array(m, "regs");
-	const msgpack_object_array *uc = sp_map_array(m, "uchain");
-	bool stack_copy = abi && regs && regs->size >= w->regs.need;
-	if (w->refused || (!stack_copy && !(uc && uc->size)))
+	sp_rs_u64(&rs, RK_PID, &pid);
+	sp_rs_u64(&rs, RK_ABI, &abi);
+	bool full = sp_rs_bool(&rs, RK_USTACK_FULL);
+	uint64_t nregs = sp_rs_count(&rs, RK_REGS), nuc = sp_rs_count(&rs, RK_UCHAIN);
+	bool stack_copy = abi && rs.v[RK_REGS].kind == SP_RAW_ARRAY && nregs >= w->regs.need;
+	if (w->refused || (!stack_copy && !nuc))
 		return 0;
 	if (!stack_copy) {
-		bool ufull = false;
-		sp_map_bool(m, "uchain_full", &ufull);
-		nr = uc->size < (size_t)max_depth + 1 ? uc->size : (size_t)max_depth + 1;
-		for (size_t i = 0; i < nr; i++)
-			w->chain[i] = uc->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
-				      uc->ptr[i].via.u64 : 0;
+		bool ufull = sp_rs_bool(&rs, RK_UCHAIN_FULL);
+		nr = sp_rawarr_u64(&rs.v[RK_UCHAIN], w->chain, (size_t)max_depth + 1);
 		res->end = sp_unwind_chain(w->u, w->as, (uint32_t)pid, w->chain, nr, ufull,
 					   w->uframes, max_depth, &nu);
 	} else {
 		uint64_t r[256];
-		nr = regs->size < 256 ? regs->size : 256;
-		for (size_t i = 0; i < nr; i++)
-			r[i] = regs->ptr[i].type == MSGPACK_OBJECT_POSITIVE_INTEGER ?
-			       regs->ptr[i].via.u64 : 0;
+		nr = sp_rawarr_u64(&rs.v[RK_REGS], r, 256);
 		res->end = sp_unwind(w->u, w->as, (uint32_t)pid, r, nr, copy, len, full,
 				     w->uframes, max_depth, &nu);
 		res->used = sp_unwinder_copy_used(w->u);

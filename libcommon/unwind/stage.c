@@ -12,6 +12,7 @@
 #include "stream/ustack.h"
 #include "unwind/addrspace.h"
 #include "unwind/arch.h"
+#include "unwind/rawsample.h"
 #include "unwind/stage.h"
 #include "util/alloc.h"
 #include "util/hashmap.h"
@@ -205,134 +206,8 @@ static uint64_t intern(struct sp_unwind_stage *s, const struct sp_stack_frame *f
 	return os->id;
 }
 
-/* The keys of a raw sample the stage consumes, in one pass over its bytes. */
-#define RAW_KEYS(X) X(T, "t") X(PID, "pid") X(TID, "tid") X(TIME, "time") X(CPU, "cpu") \
-	X(PERIOD, "period") X(ABI, "abi") X(REGS, "regs") X(USTACK, "ustack") \
-	X(USTACK_SHARED, "ustack_shared") X(USTACK_FULL, "ustack_full") X(KSTACK, "kstack") \
-	X(UCHAIN, "uchain") X(UCHAIN_FULL, "uchain_full") X(STACK, "stack")
-enum raw_key {
-#define RAW_ENUM(e, s) RK_##e,
-	RAW_KEYS(RAW_ENUM)
-#undef RAW_ENUM
-	RK_COUNT
-};
-static const struct { const char *s; uint32_t n; } raw_keys[RK_COUNT] = {
-#define RAW_NAME(e, s) { s, sizeof(s) - 1 },
-	RAW_KEYS(RAW_NAME)
-#undef RAW_NAME
-};
-
-/* A raw sample's values by key: kind SP_RAW_NONE for a key it lacks. */
-#define RAW_OTHERS 16
-struct raw_sample {
-	struct sp_rawval v[RK_COUNT];
-	/* The pairs the stage passes on, as bytes (all of them unless many_others). */
-	struct { const unsigned char *p; size_t len; } others[RAW_OTHERS];
-	unsigned nothers;
-	bool many_others;
-	const void *raw;
-	size_t len;
-};
-
-/*
- * Which of RAW_KEYS k is, or RK_COUNT; the search starts at *at, past
- * the key found last (a writer puts them in this order), and moves it.
- */
-static enum raw_key raw_key_from(const struct sp_rawval *k, int *at)
-{
-	if (k->kind != SP_RAW_STR)
-		return RK_COUNT;
-	for (int n = 0, i = *at; n < RK_COUNT; n++, i = i + 1 < RK_COUNT ? i + 1 : 0)
-		if (raw_keys[i].n == k->u && sp_raw_bytes_eq(raw_keys[i].s, k->p, raw_keys[i].n)) {
-			*at = i + 1 < RK_COUNT ? i + 1 : 0;
-			return (enum raw_key)i;
-		}
-	return RK_COUNT;
-}
-
-/* Takes one pair of a raw sample: the first value of each key, as sp_map_get() finds it. */
-static void raw_sample_take(struct raw_sample *rs, const struct sp_rawval *k,
-			    const struct sp_rawval *v, int *at)
-{
-	enum raw_key key = raw_key_from(k, at);
-	if (key < RK_COUNT) {
-		if (rs->v[key].kind == SP_RAW_NONE)
-			rs->v[key] = *v;
-	} else if (rs->nothers < RAW_OTHERS) {
-		rs->others[rs->nothers].p = k->at;
-		rs->others[rs->nothers++].len = (size_t)(v->end - k->at);
-	} else {
-		rs->many_others = true;
-	}
-}
-
-/*
- * A raw sample's values, from the pairs the reader found or from its
- * bytes.  The reader framed and checked them: false only if they are not
- * a map after all.
- */
-static bool raw_sample_read(const struct sp_record *rec, struct raw_sample *rs)
-{
-	for (int i = 0; i < RK_COUNT; i++)
-		rs->v[i].kind = SP_RAW_NONE;
-	rs->nothers = 0;
-	rs->many_others = false;
-	rs->raw = rec->raw;
-	rs->len = rec->raw_len;
-	int at = 0;
-	if (rec->pairs) {
-		for (uint32_t i = 0; i < rec->npairs; i++)
-			raw_sample_take(rs, &rec->pairs[i].key, &rec->pairs[i].val, &at);
-		return true;
-	}
-	struct sp_rawmap m;
-	struct sp_rawval k, v;
-	int rc;
-	if (!sp_rawmap_open(&m, rec->raw, rec->raw_len))
-		return false;
-	while ((rc = sp_rawmap_next(&m, &k, &v)) > 0)
-		raw_sample_take(rs, &k, &v, &at);
-	return rc == 0;
-}
-
-/* Passes on the pairs of the sample the stage does not consume, as they are. */
-static void raw_others_write(const struct raw_sample *rs, struct sp_mapw *out)
-{
-	if (!rs->many_others) {
-		for (unsigned i = 0; i < rs->nothers; i++)
-			sp_mapw_raw(out, rs->others[i].p, rs->others[i].len);
-		return;
-	}
-	struct sp_rawmap m;
-	struct sp_rawval k, v;
-	int at = 0;
-	sp_rawmap_open(&m, rs->raw, rs->len);
-	while (sp_rawmap_next(&m, &k, &v) > 0)
-		if (raw_key_from(&k, &at) == RK_COUNT)
-			sp_mapw_raw(out, k.at, (size_t)(v.end - k.at));
-}
-
-static bool raw_u64(const struct raw_sample *rs, enum raw_key k, uint64_t *out)
-{
-	if (rs->v[k].kind != SP_RAW_UINT)
-		return false;
-	*out = rs->v[k].u;
-	return true;
-}
-
-static bool raw_bool(const struct raw_sample *rs, enum raw_key k)
-{
-	return rs->v[k].kind == SP_RAW_BOOL && rs->v[k].u;
-}
-
-/* The elements of an array key, or 0 when the sample lacks it. */
-static uint64_t raw_count(const struct raw_sample *rs, enum raw_key k)
-{
-	return rs->v[k].kind == SP_RAW_ARRAY ? rs->v[k].u : 0;
-}
-
 /* The kernel's frames: the unsigned integers of kstack, at most MAX_KERNEL_FRAMES. */
-static size_t kernel_frames(struct sp_unwind_stage *s, const struct raw_sample *m)
+static size_t kernel_frames(struct sp_unwind_stage *s, const struct sp_raw_sample *m)
 {
 	const struct sp_rawval *ks = &m->v[RK_KSTACK];
 	size_t n = 0;
@@ -359,14 +234,14 @@ static size_t kernel_frames(struct sp_unwind_stage *s, const struct raw_sample *
 }
 
 /* Kernel frames, then the user frames; returns how many are in s->frames. */
-static size_t unwind_frames(struct sp_unwind_stage *s, const struct raw_sample *m, uint64_t pid,
+static size_t unwind_frames(struct sp_unwind_stage *s, const struct sp_raw_sample *m, uint64_t pid,
 			    const unsigned char *copy, size_t len, bool full)
 {
 	unsigned max_depth = s->uo.max_depth;
 	size_t n = kernel_frames(s, m);
 	uint64_t abi = 0;
-	raw_u64(m, RK_ABI, &abi);
-	uint64_t nregs = raw_count(m, RK_REGS), nuc = raw_count(m, RK_UCHAIN);
+	sp_rs_u64(m, RK_ABI, &abi);
+	uint64_t nregs = sp_rs_count(m, RK_REGS), nuc = sp_rs_count(m, RK_UCHAIN);
 	bool stack_copy = abi && m->v[RK_REGS].kind == SP_RAW_ARRAY && nregs >= s->regs.need;
 	if (!stack_copy && !nuc)
 		return n;
@@ -375,7 +250,7 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const struct raw_sample *
 	enum sp_unwind_end end;
 	if (!stack_copy) {
 		/* The kernel's frame-pointer chain (--call-graph fp), at most max_depth + 1 read. */
-		bool ufull = raw_bool(m, RK_UCHAIN_FULL);
+		bool ufull = sp_rs_bool(m, RK_UCHAIN_FULL);
 		nr = sp_rawarr_u64(&m->v[RK_UCHAIN], s->chain, (size_t)max_depth + 1);
 		end = s->lu && s->engine->chain ?
 			s->engine->chain(s->lu, s->as, (uint32_t)pid, s->chain, nr, ufull,
@@ -410,22 +285,18 @@ frames:
 
 static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec)
 {
-	struct raw_sample rs;
-	if (!raw_sample_read(rec, &rs)) {
+	struct sp_raw_sample rs;
+	if (!sp_raw_sample_read(rec, &rs)) {
 		s->bad_sample = true;
 		return;
 	}
 	uint64_t pid = 0, tid = 0, shared = 0, v;
-	raw_u64(&rs, RK_PID, &pid);
-	raw_u64(&rs, RK_TID, &tid);
-	raw_u64(&rs, RK_USTACK_SHARED, &shared);
-	bool full = raw_bool(&rs, RK_USTACK_FULL);
-	const void *us = NULL;
-	size_t uslen = 0;
-	if (rs.v[RK_USTACK].kind == SP_RAW_BIN) {
-		us = rs.v[RK_USTACK].p;
-		uslen = rs.v[RK_USTACK].u;
-	}
+	sp_rs_u64(&rs, RK_PID, &pid);
+	sp_rs_u64(&rs, RK_TID, &tid);
+	sp_rs_u64(&rs, RK_USTACK_SHARED, &shared);
+	bool full = sp_rs_bool(&rs, RK_USTACK_FULL);
+	size_t uslen;
+	const void *us = sp_rs_ustack(&rs, &uslen);
 	s->samples++;
 
 	/* The full copy: this sample's bytes, then the shared tail. */
@@ -451,13 +322,13 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 	sp_mapw_str(&out, "t", "sample");
 	sp_mapw_u64(&out, "pid", pid);
 	sp_mapw_u64(&out, "tid", tid);
-	if (raw_u64(&rs, RK_TIME, &v))
+	if (sp_rs_u64(&rs, RK_TIME, &v))
 		sp_mapw_u64(&out, "time", v);
-	if (raw_u64(&rs, RK_CPU, &v))
+	if (sp_rs_u64(&rs, RK_CPU, &v))
 		sp_mapw_u64(&out, "cpu", v);
-	if (raw_u64(&rs, RK_PERIOD, &v))
+	if (sp_rs_u64(&rs, RK_PERIOD, &v))
 		sp_mapw_u64(&out, "period", v);
-	raw_others_write(&rs, &out);
+	sp_raw_sample_others(&rs, &out);
 	if (n)
 		sp_mapw_u64(&out, "stack", id);
 	sp_mapw_end(&out);
