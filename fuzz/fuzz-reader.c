@@ -291,6 +291,15 @@ static void check_pairs(const struct sp_record *rec)
 		check(pr->key.at >= at && pr->key.end == pr->val.at);
 		check_rawval(&pr->key, &u.data.via.map.ptr[i].key);
 		check_rawval(&pr->val, &u.data.via.map.ptr[i].val);
+		/* The key's id is its index in the type's schema. */
+		int id = SP_KEY_OTHER;
+		if (pr->key.kind == SP_RAW_STR && !memchr(pr->key.p, 0, pr->key.u)) {
+			char *k = strndup((const char *)pr->key.p, pr->key.u);
+			check(k != NULL);
+			id = sp_record_key_index(rec->type, k);
+			free(k);
+		}
+		check(pr->id == id);
 		at = pr->val.end;
 	}
 	check(at == (const unsigned char *)rec->raw + rec->raw_len);

@@ -48,7 +48,16 @@ bool sp_raw_value(const unsigned char *p, const unsigned char *end, struct sp_ra
 /* A key and its value. */
 struct sp_rawpair {
 	struct sp_rawval key, val;
+	/*
+	 * Where the reader found them (sp_reader_undecoded()): the key's
+	 * index among its record type's keys in the schema
+	 * (sp_record_key_index()), SP_KEY_TYPE for "t", SP_KEY_OTHER for a
+	 * key the schema does not know.
+	 */
+	int id;
 };
+#define SP_KEY_TYPE (-2)
+#define SP_KEY_OTHER (-1)
 
 /* A walk over a map's pairs. */
 struct sp_rawmap {

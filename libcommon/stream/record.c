@@ -190,6 +190,19 @@ static bool raw_vtype_matches(enum sp_vtype v, enum sp_rawkind k)
 	return false;
 }
 
+int sp_record_key_index(enum sp_rtype t, const char *key)
+{
+	pthread_once(&by_type_once, index_schema);
+	if ((unsigned)t >= SP_R_COUNT)
+		return SP_KEY_OTHER;
+	if (strcmp(key, "t") == 0)
+		return SP_KEY_TYPE;
+	for (size_t i = type_start[t]; i < type_start[t + 1]; i++)
+		if (strcmp(by_type[i]->key, key) == 0)
+			return (int)(i - type_start[t]);
+	return SP_KEY_OTHER;
+}
+
 size_t sp_record_scan_raw(enum sp_rtype t, const void *p, size_t len,
 			  struct sp_rawpair *pairs, uint32_t max, uint32_t *npairs)
 {
@@ -207,8 +220,13 @@ size_t sp_record_scan_raw(enum sp_rtype t, const void *p, size_t len,
 		struct sp_rawval *k = &pairs[j].key, *v = &pairs[j].val;
 		if (sp_rawmap_next(&m, k, v) <= 0)
 			return 0;
-		if (k->kind != SP_RAW_STR || (k->u == 1 && k->p[0] == 't'))
+		pairs[j].id = SP_KEY_OTHER;
+		if (k->kind != SP_RAW_STR)
 			continue;
+		if (k->u == 1 && k->p[0] == 't') {
+			pairs[j].id = SP_KEY_TYPE;
+			continue;
+		}
 		for (size_t tries = 0; tries < n; tries++, at = at + 1 < n ? at + 1 : 0) {
 			size_t i = first + at;
 			if (key_len[i] != k->u || !sp_raw_bytes_eq(by_type[i]->key, k->p, key_len[i]))
@@ -216,6 +234,7 @@ size_t sp_record_scan_raw(enum sp_rtype t, const void *p, size_t len,
 			if ((found & (1ull << at)) || !raw_vtype_matches(by_type[i]->vtype, v->kind))
 				return 0;
 			found |= 1ull << at;
+			pairs[j].id = (int)at;
 			break;
 		}
 	}
@@ -379,20 +398,36 @@ void sp_sample_head_read(const msgpack_object *map, struct sp_sample_head *s)
 	}
 }
 
+/* The head's keys by their index in the sample's schema (a pair's id). */
+#define HEAD_IDS 64
+static signed char head_by_id[HEAD_IDS];
+static pthread_once_t head_once = PTHREAD_ONCE_INIT;
+
+static void index_head(void)
+{
+	for (int i = 0; i < HEAD_IDS; i++)
+		head_by_id[i] = -1;
+	for (unsigned i = 0; i <= HEAD_KEYS; i++) {
+		int id = sp_record_key_index(SP_R_SAMPLE, i < HEAD_KEYS ? head_keys[i].k : "preempted");
+		if (id >= 0 && id < HEAD_IDS)
+			head_by_id[id] = (signed char)i;
+	}
+}
+
 void sp_sample_head_of(const struct sp_record *rec, struct sp_sample_head *s)
 {
-	if (!rec->pairs) {
+	if (!rec->pairs || rec->type != SP_R_SAMPLE) {
 		sp_sample_head_read(rec->map, s);
 		return;
 	}
 	*s = (struct sp_sample_head){ .period = 1, .stack = UINT64_MAX };
-	unsigned seen = 0;
+	pthread_once(&head_once, index_head);
+	/* The reader refused duplicates of known keys: each is here once at most. */
 	for (uint32_t j = 0; j < rec->npairs; j++) {
-		const struct sp_rawval *k = &rec->pairs[j].key, *v = &rec->pairs[j].val;
-		int i = k->kind == SP_RAW_STR ? head_key((const char *)k->p, k->u) : -1;
-		if (i < 0 || (seen & 1u << i))
+		const struct sp_rawval *v = &rec->pairs[j].val;
+		int id = rec->pairs[j].id, i = id >= 0 && id < HEAD_IDS ? head_by_id[id] : -1;
+		if (i < 0)
 			continue;
-		seen |= 1u << i;
 		if (i == HEAD_PREEMPTED)
 			s->preempted = v->kind == SP_RAW_BOOL && v->u;
 		else if (v->kind == SP_RAW_UINT)

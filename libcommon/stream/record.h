@@ -275,9 +275,16 @@ int sp_record_validate(enum sp_rtype t, const msgpack_object *map,
 		       const char **why, const char **key);
 
 /*
+ * The index of key among type t's keys in the schema, as the pairs of a
+ * record read undecoded name it (struct sp_rawpair's id): SP_KEY_TYPE
+ * for "t", SP_KEY_OTHER for a key the schema does not give t.
+ */
+int sp_record_key_index(enum sp_rtype t, const char *key);
+
+/*
  * Reads the record of type t that starts at p, within len bytes, from
- * its bytes: its pairs into pairs (at most max), their count into
- * *npairs.  Returns the record's length when it is whole and plainly
+ * its bytes: its pairs into pairs (at most max), each with its key's
+ * index in the schema, their count into *npairs.  Returns the record's length when it is whole and plainly
  * passes sp_record_validate() (each key it knows at most once and of its
  * class, every required one there); 0 otherwise, also when unsure: then
  * framing and decoding the record tells what is wrong, if anything.

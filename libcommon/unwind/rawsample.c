@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* A raw sample's keys that unwinding consumes (rawsample.h). */
+#include <pthread.h>
 #include <string.h>
 
+#include "stream/record.h"
 #include "stream/stream.h"
 #include "unwind/rawsample.h"
 
@@ -43,6 +45,39 @@ static void raw_sample_take(struct sp_raw_sample *rs, const struct sp_rawval *k,
 	}
 }
 
+/* The keys by their index in the sample's schema (a pair's id). */
+#define MAX_IDS 64
+static unsigned char by_id[MAX_IDS];
+static pthread_once_t by_id_once = PTHREAD_ONCE_INIT;
+
+static void index_ids(void)
+{
+	for (int i = 0; i < MAX_IDS; i++)
+		by_id[i] = RK_COUNT;
+	for (int k = 0; k < RK_COUNT; k++) {
+		int id = sp_record_key_index(SP_R_SAMPLE, raw_keys[k].s);
+		if (id >= 0 && id < MAX_IDS)
+			by_id[id] = (unsigned char)k;
+	}
+}
+
+/* A pair the reader found: its key known by its id. */
+static void raw_pair_take(struct sp_raw_sample *rs, const struct sp_rawpair *pr)
+{
+	enum sp_rawkey key = pr->id == SP_KEY_TYPE ? RK_T :
+			     pr->id >= 0 && pr->id < MAX_IDS ? (enum sp_rawkey)by_id[pr->id] :
+			     RK_COUNT;
+	if (key < RK_COUNT) {
+		if (rs->v[key].kind == SP_RAW_NONE)
+			rs->v[key] = pr->val;
+	} else if (rs->nothers < SP_RAW_OTHERS) {
+		rs->others[rs->nothers].p = pr->key.at;
+		rs->others[rs->nothers++].len = (size_t)(pr->val.end - pr->key.at);
+	} else {
+		rs->many_others = true;
+	}
+}
+
 bool sp_raw_sample_read(const struct sp_record *rec, struct sp_raw_sample *rs)
 {
 	for (int i = 0; i < RK_COUNT; i++)
@@ -52,9 +87,10 @@ bool sp_raw_sample_read(const struct sp_record *rec, struct sp_raw_sample *rs)
 	rs->raw = rec->raw;
 	rs->len = rec->raw_len;
 	int at = 0;
-	if (rec->pairs) {
+	if (rec->pairs && rec->type == SP_R_SAMPLE) {
+		pthread_once(&by_id_once, index_ids);
 		for (uint32_t i = 0; i < rec->npairs; i++)
-			raw_sample_take(rs, &rec->pairs[i].key, &rec->pairs[i].val, &at);
+			raw_pair_take(rs, &rec->pairs[i]);
 		return true;
 	}
 	struct sp_rawmap m;
