@@ -81,13 +81,70 @@ static int cmp_sym(const void *a, const void *b)
 	return x->order < y->order ? -1 : x->order > y->order;
 }
 
+/*
+ * Sorts by start, keeping the order of symbols that start together: a
+ * radix sort of the starts, a byte at a time from the lowest, skipping
+ * the bytes every start shares.  Since a symbol's order is its place of
+ * insertion and symbols added after a sort come later, this is the
+ * order of cmp_sym().  False when memory runs out.
+ */
+static bool radix_sort(struct sp_symtab *t)
+{
+	size_t n = t->n;
+	uint64_t *key = malloc(2 * n * sizeof(*key));
+	uint32_t *idx = malloc(2 * n * sizeof(*idx));
+	struct sp_sym *out = malloc(n * sizeof(*out));
+	if (!key || !idx || !out) {
+		free(key);
+		free(idx);
+		free(out);
+		return false;
+	}
+	uint64_t same = ~0ull, first = t->v[0].start;
+	for (size_t i = 0; i < n; i++) {
+		key[i] = t->v[i].start;
+		idx[i] = (uint32_t)i;
+		same &= ~(key[i] ^ first);
+	}
+	uint64_t *k = key, *k2 = key + n;
+	uint32_t *x = idx, *x2 = idx + n;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		if (((same >> shift) & 0xff) == 0xff)
+			continue;	/* every start has this byte */
+		size_t count[257] = { 0 };
+		for (size_t i = 0; i < n; i++)
+			count[((k[i] >> shift) & 0xff) + 1]++;
+		for (unsigned b = 0; b < 256; b++)
+			count[b + 1] += count[b];
+		for (size_t i = 0; i < n; i++) {
+			size_t at = count[(k[i] >> shift) & 0xff]++;
+			k2[at] = k[i];
+			x2[at] = x[i];
+		}
+		uint64_t *tk = k;
+		k = k2;
+		k2 = tk;
+		uint32_t *tx = x;
+		x = x2;
+		x2 = tx;
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = t->v[x[i]];
+	free(t->v);
+	t->v = out;
+	t->cap = n;
+	free(key);
+	free(idx);
+	return true;
+}
+
 void sp_symtab_finish(struct sp_symtab *t)
 {
 	/* Often added in order already (kallsyms, a perf map). */
 	size_t k = 1;
 	while (k < t->n && cmp_sym(&t->v[k - 1], &t->v[k]) < 0)
 		k++;
-	if (k < t->n)
+	if (k < t->n && !radix_sort(t))
 		qsort(t->v, t->n, sizeof(*t->v), cmp_sym);
 	for (size_t i = 0; i < t->n; i++)
 		if (t->v[i].end == 0 || t->v[i].end <= t->v[i].start) {

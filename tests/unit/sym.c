@@ -60,6 +60,41 @@ SP_TEST(symtab_bisection_finds_each_symbol)
 	SP_CHECK(sp_symtab_find(&t, 0x1000) == NULL);
 }
 
+/*
+ * Sorting: by start, symbols that start together in the order they were
+ * added, also for symbols added after a first sort; starts that differ
+ * in any byte, high or low.
+ */
+SP_TEST(symtab_sort_keeps_the_order_of_equal_starts)
+{
+	struct sp_symtab t;
+	sp_symtab_init(&t);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	char name[16];
+	for (int i = 0; i < 3000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		/* Few distinct starts, so that many coincide; some far apart. */
+		uint64_t start = (x % 97) * 0x10 + (i % 5 == 0 ? (x >> 40) << 32 : 0x400000);
+		int n = snprintf(name, sizeof(name), "s%d", i);
+		SP_CHECK(sp_symtab_add(&t, start, 8, name, (size_t)n) == 0);
+		if (i == 1000)
+			sp_symtab_finish(&t);
+	}
+	sp_symtab_finish(&t);
+	SP_CHECK(t.n == 3000);
+	for (size_t i = 1; i < t.n; i++)
+		SP_CHECK(t.v[i - 1].start < t.v[i].start ||
+			 (t.v[i - 1].start == t.v[i].start && t.v[i - 1].order < t.v[i].order));
+	/* The names went with their symbols. */
+	for (size_t i = 0; i < t.n; i++) {
+		snprintf(name, sizeof(name), "s%u", t.v[i].order);
+		SP_CHECK_STR(t.v[i].name, name);
+	}
+	sp_symtab_release(&t);
+}
+
 /* A symbol never names an address outside its own extent. */
 SP_TEST(symtab_nearest_symbol_stays_in_its_extent)
 {
