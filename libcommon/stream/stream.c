@@ -982,6 +982,28 @@ long sp_msgpack_frame(const unsigned char *p, size_t len, int max_depth,
 		unsigned char b = p[pos];
 		uint64_t head = 1, body = 0, children = 0;
 
+		/* The commonest elements, short strings and integers, at once. */
+		if (b <= 0x7f || (b >= 0xa0 && b <= 0xbf) || b >= 0xcc) {
+			if (b >= 0xa0 && b <= 0xbf)
+				pos += 1 + (size_t)(b & 0x1f);
+			else if (b >= 0xcc && b <= 0xcf)
+				pos += 1 + ((size_t)1 << (b - 0xcc));
+			else if (b >= 0xd0 && b <= 0xd3)
+				pos += 1 + ((size_t)1 << (b - 0xd0));
+			else if (b <= 0x7f || b >= 0xe0)
+				pos++;
+			else
+				goto general;
+			if (pos > len)
+				return 0;
+			if (--left[depth])
+				continue;
+			while (depth >= 0 && left[depth] == 0)
+				depth--;
+			continue;
+		}
+general:
+
 		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3) {
 			/* one-byte value */
 		} else if (b <= 0x8f) {
