@@ -215,11 +215,34 @@ bool sp_rawmap_open(struct sp_rawmap *m, const void *p, size_t len)
 	return true;
 }
 
+/* A short string or an unsigned integer, the commonest keys and values, read at once. */
+static inline bool quick_value(const unsigned char *p, const unsigned char *end,
+			       struct sp_rawval *v)
+{
+	if (p >= end)
+		return false;
+	unsigned char b = *p;
+	if (b >= 0xa0 && b <= 0xbf) {
+		size_t n = b & 0x1f;
+		if ((size_t)(end - p) <= n)
+			return false;
+		*v = (struct sp_rawval){ SP_RAW_STR, n, p + 1, p, p + 1 + n };
+		return true;
+	}
+	uint64_t u;
+	size_t took = sp_raw_uint_at(p, end, &u);
+	if (!took)
+		return false;
+	*v = (struct sp_rawval){ SP_RAW_UINT, u, p + 1, p, p + took };
+	return true;
+}
+
 int sp_rawmap_next(struct sp_rawmap *m, struct sp_rawval *key, struct sp_rawval *val)
 {
 	if (!m->left)
 		return 0;
-	if (!sp_raw_value(m->p, m->end, key) || !sp_raw_value(key->end, m->end, val)) {
+	if ((!quick_value(m->p, m->end, key) && !sp_raw_value(m->p, m->end, key)) ||
+	    (!quick_value(key->end, m->end, val) && !sp_raw_value(key->end, m->end, val))) {
 		m->left = 0;
 		return -1;
 	}

@@ -42,6 +42,19 @@ static unsigned name_slot(const char *name, size_t len)
 	       NAME_SLOTS;
 }
 static pthread_once_t by_type_once = PTHREAD_ONCE_INIT;
+/*
+ * Each type's keys by a hash of their length and end bytes: 1 + the
+ * key's index in the type, 0 for none, KEY_COLLIDED where two share a
+ * slot (then the type's keys are searched in turn).
+ */
+#define KEY_SLOTS 64
+#define KEY_COLLIDED 0xff
+static unsigned char key_slot[SP_R_COUNT][KEY_SLOTS];
+
+static unsigned key_hash(const unsigned char *k, size_t n)
+{
+	return ((unsigned)n * 7u + k[0] * 3u + k[n - 1]) % KEY_SLOTS;
+}
 
 static void index_schema(void)
 {
@@ -54,6 +67,12 @@ static void index_schema(void)
 			if (sp_key_schema[i].required && k - type_start[t] < 64)
 				type_required[t] |= 1ull << (k - type_start[t]);
 			key_len[k] = strlen(sp_key_schema[i].key);
+			if (key_len[k]) {
+				unsigned char *slot = &key_slot[t][key_hash(
+					(const unsigned char *)sp_key_schema[i].key, key_len[k])];
+				*slot = *slot || k - type_start[t] + 1 >= KEY_COLLIDED ?
+					KEY_COLLIDED : (unsigned char)(k - type_start[t] + 1);
+			}
 			by_type[k++] = &sp_key_schema[i];
 		}
 		name_len[t] = strlen(rtype_names[t]);
@@ -225,6 +244,19 @@ size_t sp_record_scan_raw(enum sp_rtype t, const void *p, size_t len,
 			continue;
 		if (k->u == 1 && k->p[0] == 't') {
 			pairs[j].id = SP_KEY_TYPE;
+			continue;
+		}
+		unsigned h = k->u ? key_slot[t][key_hash(k->p, k->u)] : 0;
+		if (h != KEY_COLLIDED) {
+			/* At most the one key of the type in that slot. */
+			size_t i = first + h - 1;
+			if (!h || key_len[i] != k->u || !sp_raw_bytes_eq(by_type[i]->key, k->p, k->u))
+				continue;
+			at = h - 1;
+			if ((found & (1ull << at)) || !raw_vtype_matches(by_type[i]->vtype, v->kind))
+				return 0;
+			found |= 1ull << at;
+			pairs[j].id = (int)at;
 			continue;
 		}
 		for (size_t tries = 0; tries < n; tries++, at = at + 1 < n ? at + 1 : 0) {
