@@ -785,8 +785,51 @@ static void from_elf(struct sp_symframe *out, const struct sp_symres *r, unsigne
 	}
 }
 
+bool sp_namer_elf_job(struct sp_namer *sym, const struct sp_stack_frame *f,
+		      struct sp_elf_job *q)
+{
+	struct module *mod = module_of(sym, f->module);
+	unsigned kind = f->flags & SP_FRAME_KIND_MASK;
+	if ((f->flags & SP_FRAME_MARKER) || kind == SP_FRAME_KERNEL || !mod || mod->kind != MOD_ELF)
+		return false;
+	if (!mod->ms)
+		mod->ms = modsym_get(sym, mod->path, NULL, 0, false);
+	*q = (struct sp_elf_job){ .es = mod->ms ? mod->ms->es : NULL, .rel = f->rel,
+				  .back = f->flags & SP_FRAME_RETADDR ? 1 : 0 };
+	return true;
+}
+
+void sp_elf_job_run(struct sp_elf_job *q)
+{
+	if (!q->es)
+		return;
+	q->r = sp_elfsym_lookup(q->es, q->rel - q->back);
+	/*
+	 * A return address at a function's first byte that the byte before
+	 * does not explain: a signal trampoline (__restore_rt), which no
+	 * call precedes; the kernel made it the handler's return address.
+	 */
+	if (q->back && (!q->r || !q->r->name)) {
+		const struct sp_symres *at = sp_elfsym_lookup(q->es, q->rel);
+		if (at && at->name && at->offset == 0) {
+			q->r = at;
+			q->back = 0;
+		}
+	}
+}
+
 void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 		      struct sp_symframe *out)
+{
+	struct sp_elf_job q;
+	bool elf = sp_namer_elf_job(sym, f, &q);
+	if (elf)
+		sp_elf_job_run(&q);
+	sp_namer_resolve_job(sym, f, elf ? &q : NULL, out);
+}
+
+void sp_namer_resolve_job(struct sp_namer *sym, const struct sp_stack_frame *f,
+			  const struct sp_elf_job *q, struct sp_symframe *out)
 {
 	unsigned kind = f->flags & SP_FRAME_KIND_MASK, back = f->flags & SP_FRAME_RETADDR ? 1 : 0;
 	struct module *mod = module_of(sym, f->module);
@@ -834,27 +877,10 @@ void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 	} else if (mod && mod->kind == MOD_VDSO) {
 		struct sp_elfsym *v = vdso_of(sym, mod);
 		from_elf(out, v ? sp_elfsym_lookup(v, f->rel - back) : NULL, back, false);
-	} else if (mod && mod->kind == MOD_ELF) {
-		if (!mod->ms)
-			mod->ms = modsym_get(sym, mod->path, NULL, 0, false);
-		if (mod->ms && mod->ms->es) {
-			const struct sp_symres *r = sp_elfsym_lookup(mod->ms->es, f->rel - back);
-			/*
-			 * A return address at a function's first byte that the
-			 * byte before does not explain: a signal trampoline
-			 * (__restore_rt), which no call precedes; the kernel
-			 * made it the handler's return address.
-			 */
-			if (back && (!r || !r->name)) {
-				const struct sp_symres *at = sp_elfsym_lookup(mod->ms->es, f->rel);
-				if (at && at->name && at->offset == 0) {
-					r = at;
-					back = 0;
-				}
-			}
-			from_elf(out, r, back, true);
-			start = r && !r->name && r->has_start ? r : NULL;
-		}
+	} else if (q) {
+		back = q->back;
+		from_elf(out, q->r, back, true);
+		start = q->r && !q->r->name && q->r->has_start ? q->r : NULL;
 	}
 	if (!out->name) {
 		/* Still say where: the module's file name and the offset. */
