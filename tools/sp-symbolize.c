@@ -94,6 +94,14 @@ static enum sp_jit_runtime jit_owner(void)
 	return SP_JIT_UNKNOWN;
 }
 
+/*
+ * The default for -j: MEASURED.
+ */
+static unsigned default_jobs(void)
+{
+	return 1;
+}
+
 #define HELP_COLUMN 28
 
 static void usage(void)
@@ -120,11 +128,14 @@ static void usage(void)
 	printf("  -f, --follow              read a file still being written; end at its summary\n"
 	       "      --max-record BYTES    largest input record accepted (default %u)\n"
 	       "      --allow-empty         exit 0 even when no frame could be named\n"
+	       "  -j, --jobs N              name on N threads (default %u);\n"
+	       "                            the output is the same for every N\n"
 	       "      --stats               at the end, print the addresses named per second\n"
+	       "                            and the jobs used\n"
 	       "  -h, --help                show this help\n"
 	       "  -V, --version             show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
-	       SP_DEFAULT_MAX_RECORD);
+	       SP_DEFAULT_MAX_RECORD, default_jobs());
 }
 
 /*
@@ -310,13 +321,6 @@ static int options_done(struct sp_symbolizer_options *opts, int status)
 	return status;
 }
 
-/*
- * The default for -j: MEASURED.
- */
-static unsigned default_jobs(void)
-{
-	return 1;
-}
 
 /* With more than one job, the workers that look up ELF and DWARF names. */
 static void start_workers(struct sp_namer *sym, struct sp_writer *w, unsigned jobs)
