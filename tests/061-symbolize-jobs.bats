@@ -292,3 +292,28 @@ PY
 	wait "$pipe"
 	[ "$(wc -l < "$out")" -ge 1 ]
 }
+
+@test "compressed separate debug files, read cold on the workers: the same stream and the same cache as -j 1" {
+	local m bid
+	for m in inlined templ; do
+		bid=$(readelf -n "$WORKLOADS/$m" | awk '/Build ID/ { print $3 }')
+		mkdir -p "$T/dbg/.build-id/${bid:0:2}"
+		objcopy --only-keep-debug --compress-debug-sections=zlib "$WORKLOADS/$m" \
+			"$T/dbg/.build-id/${bid:0:2}/${bid:2}.debug"
+		strip --strip-debug -o "$T/$m" "$WORKLOADS/$m"
+		sp-capture -q -F 999 -o "$T/$m.raw" -- "$T/$m" 0.3
+		sp-unwind -o "$T/$m.unw" "$T/$m.raw"
+	done
+	cat "$T/inlined.unw" "$T/templ.unw" > "$T/two.unw"
+	XDG_CACHE_HOME=$T/c1 sp-symbolize -j 1 --debug-dir "$T/dbg" "$T/two.unw" > "$T/s1.sym"
+	XDG_CACHE_HOME=$T/c3 sp-symbolize -j 3 --debug-dir "$T/dbg" "$T/two.unw" > "$T/s3.sym"
+	cmp "$T/s1.sym" "$T/s3.sym"
+	[ "$(sp-cat -t symbolize "$T/s3.sym" | jq -s 'map(.debuginfo_modules) | max')" -ge 2 ]
+	frames "$T/s3.sym" | grep -q '^double shapes::burn<double, 3>(double)|.*templ.cpp'
+	# Each inflated copy is kept once, as -j 1 keeps it.
+	[ "$(cd "$T/c1" && find . -name '*.debug' | sort)" = "$(cd "$T/c3" && find . -name '*.debug' | sort)" ]
+	[ "$(find "$T/c3" -name '*.debug' | wc -l)" -eq 2 ]
+	# Warm, from the cache: the same again.
+	XDG_CACHE_HOME=$T/c3 sp-symbolize -j 3 --debug-dir "$T/dbg" "$T/two.unw" > "$T/w3.sym"
+	cmp "$T/s1.sym" "$T/w3.sym"
+}

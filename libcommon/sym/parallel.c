@@ -361,6 +361,7 @@ struct sp_sympar *sp_sympar_new(struct sp_namer *sym, struct sp_writer *w,
 	}
 	p->sym = sym;
 	p->w = w;
+	sp_namer_defer_debuginfo(sym);
 	p->fill = &p->win[0];
 	p->nworkers = workers;
 	sp_u64map_init(&p->owners);

@@ -141,6 +141,13 @@ struct sp_namer {
 
 	uint64_t by_origin[SP_ORIGIN_COUNT];
 	uint64_t modules_missing, modules_mismatched, debuginfo_modules;
+	/*
+	 * With workers (sp_namer_defer_debuginfo()): module files opened
+	 * whose DWARF is left to the first lookup, counted at the stats.
+	 */
+	bool defer_debuginfo;
+	struct sp_elfsym **deferred;
+	size_t ndeferred, allocdeferred;
 };
 
 const char *sp_sym_origin_name(enum sp_sym_origin o)
@@ -294,6 +301,7 @@ void sp_namer_free(struct sp_namer *sym)
 	sp_jitdumps_free(sym->jitdumps);
 	free(sym->kept);
 	free(sym->unnamed);
+	free(sym->deferred);
 	sp_u64map_release(&sym->jit_pids, NULL);
 	sp_u64map_release(&sym->lastmaps, free);
 	sp_symtab_release(&sym->ksyms);
@@ -370,6 +378,23 @@ static uint64_t lastmap_key(const char *path, size_t len)
 	return (uint64_t)sp_hash_bytes(path, len) << 32 | (uint32_t)len;
 }
 
+/*
+ * A module file's DWARF left to the worker that looks up its first
+ * address; if memory runs out, it is read now.
+ */
+static void defer_debuginfo(struct sp_namer *sym, struct modsym *m)
+{
+	if (SP_ALLOC_GROW(sym->deferred, sym->ndeferred + 1, sym->allocdeferred) == 0)
+		sym->deferred[sym->ndeferred++] = m->es;
+	else if (sp_elfsym_has_debuginfo(m->es))
+		sym->debuginfo_modules++;
+}
+
+void sp_namer_defer_debuginfo(struct sp_namer *sym)
+{
+	sym->defer_debuginfo = true;
+}
+
 /* The symbolizer of the file of a module at path with identity bid. */
 static struct modsym *modsym_get(struct sp_namer *sym, const char *path, const void *bid,
 				 size_t bidlen, bool content)
@@ -419,6 +444,8 @@ static struct modsym *modsym_get(struct sp_namer *sym, const char *path, const v
 		sym->modules_mismatched++;
 	else if (!m->es)
 		sym->modules_missing++;
+	else if (sym->defer_debuginfo)
+		defer_debuginfo(sym, m);
 	else if (sp_elfsym_has_debuginfo(m->es))
 		sym->debuginfo_modules++;
 	return m;
@@ -919,6 +946,8 @@ void sp_namer_stats(const struct sp_namer *sym, struct sp_sym_stats *st)
 	st->modules_missing = sym->modules_missing;
 	st->modules_mismatched = sym->modules_mismatched;
 	st->debuginfo_modules = sym->debuginfo_modules;
+	for (size_t i = 0; i < sym->ndeferred; i++)
+		st->debuginfo_modules += sp_elfsym_has_debuginfo(sym->deferred[i]);
 	sp_perfmaps_stats(sym->perfmaps, &st->perf_maps);
 	st->kallsyms = sym->kstate == KALLSYMS_LOADED ?
 		       (sym->s->kallsyms ? sym->s->kallsyms : "/proc/kallsyms") : "none";

@@ -178,6 +178,15 @@ void sp_elf_job_run(struct sp_elf_job *q);
 void sp_namer_resolve_job(struct sp_namer *sym, const struct sp_stack_frame *f,
 			  const struct sp_elf_job *q, struct sp_symframe *out);
 
+/*
+ * For naming on threads: a module file opened from now on has its DWARF
+ * found and read by the first lookup (on the worker that owns the file),
+ * not when its module record comes; sp_namer_stats(), called when no
+ * worker runs, reads what no lookup did, to count it.
+ */
+void sp_namer_defer_debuginfo(struct sp_namer *sym);
+
+/* This segment's counters; with deferred DWARF, only while no worker runs. */
 void sp_namer_stats(const struct sp_namer *sym, struct sp_sym_stats *st);
 
 #endif
