@@ -95,7 +95,11 @@ static enum sp_jit_runtime jit_owner(void)
 }
 
 /*
- * The default for -j: MEASURED.
+ * The default for -j: one.  On two CPUs shared with other work, two jobs
+ * took 0.94 of one job's time on figure 18's 100,000 addresses of one
+ * module and were no faster in the pipeline (figure 4g): the reading
+ * thread does more than half of the work, and a module's lookups stay
+ * on one worker (docs/PERFORMANCE.md).
  */
 static unsigned default_jobs(void)
 {
