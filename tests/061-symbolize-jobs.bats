@@ -101,7 +101,8 @@ same_for_jobs() {
 @test "-j 1, 2 and 3 write the same stream: Node's perf map, then its jitdump" {
 	command -v node > /dev/null || skip "node is not installed"
 	cp "$TOP/tests/workloads/hot.js" "$T/hot.js"
-	sp-capture -q -F 999 -o "$T/m.raw" -- node --perf-basic-prof "$T/hot.js" 1 > /dev/null
+	# In $T: node writes its own log files where it runs.
+	(cd "$T" && sp-capture -q -F 999 -o "$T/m.raw" -- node --perf-basic-prof hot.js 1 > /dev/null)
 	sp-unwind -o "$T/m.unw" "$T/m.raw"
 	same_for_jobs "$T/m.unw"
 	sp-cat -t frame "$T/j2.sym" | grep -q '"origin":"perf-map"'
