@@ -80,7 +80,7 @@ LU_ALL = $(eval LU_ALL := $(shell pkg-config --cflags --libs libunwind-generic))
 LU_CFLAGS = $(filter-out -l% -L% -Wl%,$(LU_ALL))
 LU_LIBS = $(filter -l% -L% -Wl%,$(LU_ALL))
 sp-unwind_LIBS := $$(LU_LIBS)
-sp-symbolize_LIBS := -liberty
+sp-symbolize_LIBS := -liberty -lpthread
 sp-fold_LIBS := -lm
 # sp-top's screen; ncurses is asked of pkg-config when a recipe needs it.
 NC_LIBS = $(eval NC_LIBS := $(shell pkg-config --libs ncursesw))$(NC_LIBS)

@@ -285,6 +285,9 @@ check_attach_rows() {
 	echo "$output"
 	[[ "$output" == *"18 symbolizers: 5000 distinct addresses"* ]]
 	grep -qE '^   sp-symbolize cold \(empty cache\): seconds +[0-9.]+s' <<< "$output"
+	# -j 2 beside -j 1, in wall and CPU time.
+	grep -qE '^   cold, -j 1; -j 2: seconds +[0-9.]+s; [0-9.]+s' <<< "$output"
+	grep -qE '^   warm, -j 1; -j 2: CPU seconds +[0-9.]+s; [0-9.]+s' <<< "$output"
 	local t
 	for t in addr2line eu-addr2line llvm-symbolizer; do
 		grep -qE "^   warm against $t: seconds +[0-9.]+s +[0-9.]+s" <<< "$output"

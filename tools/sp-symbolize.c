@@ -19,6 +19,7 @@
 #include "stream/header.h"
 #include "stream/records.h"
 #include "stream/stream.h"
+#include "sym/parallel.h"
 #include "sym/search.h"
 #include "sym/symbolizer.h"
 #include "tool.h"
@@ -34,6 +35,9 @@ static uint64_t jit_frames, jit_unnamed;
 
 /* For --stats: the frame addresses named (each stack's), and those resolved. */
 static uint64_t addresses, resolved;
+
+/* With -j N above 1: the N - 1 workers and the records that wait for them. */
+static struct sp_sympar *par;
 
 /*
  * Whose JIT code the segment may hold, for the warning on JIT code left
@@ -90,6 +94,18 @@ static enum sp_jit_runtime jit_owner(void)
 	return SP_JIT_UNKNOWN;
 }
 
+/*
+ * The default for -j: one.  On two CPUs shared with other work, two jobs
+ * took 0.94 of one job's time on figure 18's 100,000 addresses of one
+ * module and were no faster in the pipeline (figure 4g): the reading
+ * thread does more than half of the work, and a module's lookups stay
+ * on one worker (docs/PERFORMANCE.md).
+ */
+static unsigned default_jobs(void)
+{
+	return 1;
+}
+
 #define HELP_COLUMN 28
 
 static void usage(void)
@@ -116,24 +132,43 @@ static void usage(void)
 	printf("  -f, --follow              read a file still being written; end at its summary\n"
 	       "      --max-record BYTES    largest input record accepted (default %u)\n"
 	       "      --allow-empty         exit 0 even when no frame could be named\n"
+	       "  -j, --jobs N              name on N threads (default %u);\n"
+	       "                            the output is the same for every N\n"
 	       "      --stats               at the end, print the addresses named per second\n"
+	       "                            and the jobs used\n"
 	       "  -h, --help                show this help\n"
 	       "  -V, --version             show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
-	       SP_DEFAULT_MAX_RECORD);
+	       SP_DEFAULT_MAX_RECORD, default_jobs());
 }
 
-/* The frame record of a frame seen for the first time. */
-static void write_frame(struct sp_writer *w, uint64_t id, const struct sp_stack_frame *f,
-			const struct sp_symframe *sf)
+/*
+ * The frame record of a frame seen for the first time, now or, with
+ * workers, in its turn.  Returns 1 when its name is left to a worker
+ * (then not in *sf: never for JIT code), 0 when it is in *sf.
+ */
+static int name_frame(struct sp_namer *sym, struct sp_writer *w, uint64_t id,
+		      const struct sp_stack_frame *f, struct sp_symframe *sf)
 {
-	struct sp_frame_rec r = {
-		.id = id, .addr = f->addr, .origin = sp_sym_origin_name(sf->origin),
-		.name = sf->name, .has_module = sf->has_module, .module = sf->module, .rel = f->rel,
-		.has_offset = sf->has_offset, .offset = sf->offset, .file = sf->file,
-		.line = sf->line, .inl = sf->inl, .ninl = sf->ninl, .flags = sf->flags,
-	};
-	sp_write_frame(w, &r);
+	int later = 0;
+	if (par)
+		later = sp_sympar_frame(par, id, f, sf);
+	else
+		sp_namer_resolve(sym, f, sf);
+	if (later < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
+	if (!par)
+		sp_symframe_write(w, id, f, sf);
+	return later;
+}
+
+/* A record passed through as it is, now or in its turn. */
+static void pass_record(struct sp_writer *w, const struct sp_record *rec)
+{
+	if (!par)
+		sp_writer_raw(w, rec->raw, rec->raw_len);
+	else if (sp_sympar_raw(par, rec->raw, rec->raw_len) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
 }
 
 /*
@@ -152,8 +187,7 @@ static void name_stack(struct sp_namer *sym, struct sp_writer *w, uint64_t id,
 			sp_die(SP_EXIT_FATAL, "%s", sp_namer_error(sym));
 		if (fresh) {
 			resolved++;
-			sp_namer_resolve(sym, &refs[i], &sf);
-			write_frame(w, ids[i], &refs[i], &sf);
+			name_frame(sym, w, ids[i], &refs[i], &sf);
 			if ((refs[i].flags & SP_FRAME_KIND_MASK) == SP_FRAME_JIT) {
 				jit_frames++;
 				jit_unnamed += sf.origin == SP_ORIGIN_ADDRESS_ONLY;
@@ -164,7 +198,10 @@ static void name_stack(struct sp_namer *sym, struct sp_writer *w, uint64_t id,
 			unnamed = true;
 	}
 	addresses += n;
-	sp_write_symstack(w, id, ids, n);
+	if (!par)
+		sp_write_symstack(w, id, ids, n);
+	else if (sp_sympar_symstack(par, id, ids, n) < 0)
+		sp_die(SP_EXIT_FATAL, "out of memory");
 	if (unnamed && sp_namer_keep_stack(sym, id, refs, n) < 0)
 		sp_die(SP_EXIT_FATAL, "%s", sp_namer_error(sym));
 	free(ids);
@@ -241,20 +278,21 @@ static int check_names(struct sp_namer *sym, bool allow_empty)
 	return status;
 }
 
-/* --stats: this stage's throughput, on standard error (one job: it names on one thread). */
-static void print_stats(double seconds)
+/* --stats: this stage's throughput, on standard error, and the jobs it named on. */
+static void print_stats(double seconds, unsigned jobs)
 {
 	if (seconds <= 0)
 		seconds = 1e-9;
-	fprintf(stderr, "%s: %llu addresses (%llu resolved) in %.3f s: %.0f addresses/s, 1 job\n",
-		sp_progname, (unsigned long long)addresses, (unsigned long long)resolved, seconds,
-		(double)addresses / seconds);
+	fprintf(stderr, "%s: %llu addresses (%llu resolved) in %.3f s: %.0f addresses/s, "
+		"%u job%s\n", sp_progname, (unsigned long long)addresses,
+		(unsigned long long)resolved, seconds, (double)addresses / seconds, jobs,
+		jobs == 1 ? "" : "s");
 }
 
 /* The tool's own long options, then the symbolizer's. */
 static const struct option *long_options(void)
 {
-	enum { OWN = 8 };	/* the entries below; the last one of all stays zero */
+	enum { OWN = 9 };	/* the entries below; the last one of all stays zero */
 	static struct option longopts[OWN + SP_SYM_OPT_COUNT + 1] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "compress", optional_argument, NULL, COMPRESS },
@@ -262,6 +300,7 @@ static const struct option *long_options(void)
 		{ "max-record", required_argument, NULL, MAX_RECORD },
 		{ "allow-empty", no_argument, NULL, ALLOW_EMPTY },
 		{ "stats", no_argument, NULL, STATS },
+		{ "jobs", required_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 	};
@@ -286,9 +325,20 @@ static int options_done(struct sp_symbolizer_options *opts, int status)
 	return status;
 }
 
+
+/* With more than one job, the workers that look up ELF and DWARF names. */
+static void start_workers(struct sp_namer *sym, struct sp_writer *w, unsigned jobs)
+{
+	struct sp_error err = { 0 };
+	if (jobs > 1 && !(par = sp_sympar_new(sym, w, jobs - 1, &err)))
+		sp_die(SP_EXIT_FATAL, "%s", sp_error_message(&err));
+}
+
 /* The input is idle: what was named so far leaves now (a write error stays on w). */
 static void flush_out(void *w)
 {
+	if (par)
+		sp_sympar_drain(par);
 	sp_writer_flush(w);
 }
 
@@ -299,12 +349,13 @@ int main(int argc, char **argv)
 	const char *output = NULL, *input;
 	size_t max_record = SP_DEFAULT_MAX_RECORD;
 	bool allow_empty = false, follow = false, stats = false;
+	unsigned jobs = default_jobs();
 	int c, compress = 0;
 
 	sp_tool_init(argv[0]);
 	if (!opts)
 		symbolizer_failed();
-	while ((c = getopt_long(argc, argv, "o:zfhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:zfj:hV", longopts, NULL)) != -1) {
 		if (c >= SYM_OPT && c < SYM_OPT + SP_SYM_OPT_COUNT) {
 			if (sp_symbolizer_options_set(opts, sp_sym_options[c - SYM_OPT].name, optarg) < 0)
 				symbolizer_failed();
@@ -318,6 +369,7 @@ int main(int argc, char **argv)
 		case MAX_RECORD: max_record = sp_parse_max_record(optarg); break;
 		case ALLOW_EMPTY: allow_empty = true; break;
 		case STATS: stats = true; break;
+		case 'j': jobs = sp_parse_jobs(optarg); break;
 		case 'h': usage(); return options_done(opts, SP_EXIT_OK);
 		case 'V': return options_done(opts, sp_show_version());
 		default: return options_done(opts, sp_bad_option());
@@ -345,6 +397,7 @@ int main(int argc, char **argv)
 	if (!w || !r)
 		sp_die(SP_EXIT_FATAL, "out of memory");
 	sp_compress_output(w, compress);
+	start_workers(sym, w, jobs);
 	sp_reader_set_max_record(r, max_record);
 	/* Samples are copied as they are: the stage after this one reads them. */
 	sp_reader_pass_through(r, 1ull << SP_R_SAMPLE);
@@ -364,6 +417,10 @@ int main(int argc, char **argv)
 	while ((rs = sp_reader_next(r, &rec)) == SP_READ_RECORD) {
 		int rc = 0;
 		note_jit_owner(&rec);
+		/* What changes the modules or ends a segment waits for the names before it. */
+		if (par && (rec.type == SP_R_HEADER || rec.type == SP_R_MODULE ||
+			    rec.type == SP_R_SUMMARY))
+			sp_sympar_drain(par);
 		switch (rec.type) {
 		case SP_R_HEADER: {
 			const struct sp_header *h = sp_reader_header(r);
@@ -402,7 +459,7 @@ int main(int argc, char **argv)
 			break;
 		default: {
 			rc = sp_namer_note(sym, &rec);
-			sp_writer_raw(w, rec.raw, rec.raw_len);
+			pass_record(w, &rec);
 			uint64_t id;
 			const struct sp_stack_frame *f;
 			size_t n;
@@ -413,14 +470,20 @@ int main(int argc, char **argv)
 		}
 		if (rc < 0)
 			sp_die(SP_EXIT_FATAL, "%s", sp_namer_error(sym));
+		if (par && sp_sympar_step(par) < 0)
+			sp_die(SP_EXIT_FATAL, "out of memory");
 		if (sp_writer_failed(w))
 			break;
 	}
 	if (sp_report_input_end(r, rs, input ? input : "-", "symbolized") != SP_EXIT_OK)
 		status = SP_EXIT_PARTIAL;
 done:
+	/* Every complete record read is written, also before a fault. */
+	if (par)
+		sp_sympar_drain(par);
 	if (stats)
-		print_stats(sp_now() - start);
+		print_stats(sp_now() - start, jobs);
+	sp_sympar_free(par);
 	if (sp_writer_close(w) < 0)
 		status = sp_write_failed(errno);
 	free(args);

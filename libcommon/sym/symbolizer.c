@@ -141,6 +141,13 @@ struct sp_namer {
 
 	uint64_t by_origin[SP_ORIGIN_COUNT];
 	uint64_t modules_missing, modules_mismatched, debuginfo_modules;
+	/*
+	 * With workers (sp_namer_defer_debuginfo()): module files opened
+	 * whose DWARF is left to the first lookup, counted at the stats.
+	 */
+	bool defer_debuginfo;
+	struct sp_elfsym **deferred;
+	size_t ndeferred, allocdeferred;
 };
 
 const char *sp_sym_origin_name(enum sp_sym_origin o)
@@ -294,6 +301,7 @@ void sp_namer_free(struct sp_namer *sym)
 	sp_jitdumps_free(sym->jitdumps);
 	free(sym->kept);
 	free(sym->unnamed);
+	free(sym->deferred);
 	sp_u64map_release(&sym->jit_pids, NULL);
 	sp_u64map_release(&sym->lastmaps, free);
 	sp_symtab_release(&sym->ksyms);
@@ -370,6 +378,23 @@ static uint64_t lastmap_key(const char *path, size_t len)
 	return (uint64_t)sp_hash_bytes(path, len) << 32 | (uint32_t)len;
 }
 
+/*
+ * A module file's DWARF left to the worker that looks up its first
+ * address; if memory runs out, it is read now.
+ */
+static void defer_debuginfo(struct sp_namer *sym, struct modsym *m)
+{
+	if (SP_ALLOC_GROW(sym->deferred, sym->ndeferred + 1, sym->allocdeferred) == 0)
+		sym->deferred[sym->ndeferred++] = m->es;
+	else if (sp_elfsym_has_debuginfo(m->es))
+		sym->debuginfo_modules++;
+}
+
+void sp_namer_defer_debuginfo(struct sp_namer *sym)
+{
+	sym->defer_debuginfo = true;
+}
+
 /* The symbolizer of the file of a module at path with identity bid. */
 static struct modsym *modsym_get(struct sp_namer *sym, const char *path, const void *bid,
 				 size_t bidlen, bool content)
@@ -419,6 +444,8 @@ static struct modsym *modsym_get(struct sp_namer *sym, const char *path, const v
 		sym->modules_mismatched++;
 	else if (!m->es)
 		sym->modules_missing++;
+	else if (sym->defer_debuginfo)
+		defer_debuginfo(sym, m);
 	else if (sp_elfsym_has_debuginfo(m->es))
 		sym->debuginfo_modules++;
 	return m;
@@ -785,8 +812,51 @@ static void from_elf(struct sp_symframe *out, const struct sp_symres *r, unsigne
 	}
 }
 
+bool sp_namer_elf_job(struct sp_namer *sym, const struct sp_stack_frame *f,
+		      struct sp_elf_job *q)
+{
+	struct module *mod = module_of(sym, f->module);
+	unsigned kind = f->flags & SP_FRAME_KIND_MASK;
+	if ((f->flags & SP_FRAME_MARKER) || kind == SP_FRAME_KERNEL || !mod || mod->kind != MOD_ELF)
+		return false;
+	if (!mod->ms)
+		mod->ms = modsym_get(sym, mod->path, NULL, 0, false);
+	*q = (struct sp_elf_job){ .es = mod->ms ? mod->ms->es : NULL, .rel = f->rel,
+				  .back = f->flags & SP_FRAME_RETADDR ? 1 : 0 };
+	return true;
+}
+
+void sp_elf_job_run(struct sp_elf_job *q)
+{
+	if (!q->es)
+		return;
+	q->r = sp_elfsym_lookup(q->es, q->rel - q->back);
+	/*
+	 * A return address at a function's first byte that the byte before
+	 * does not explain: a signal trampoline (__restore_rt), which no
+	 * call precedes; the kernel made it the handler's return address.
+	 */
+	if (q->back && (!q->r || !q->r->name)) {
+		const struct sp_symres *at = sp_elfsym_lookup(q->es, q->rel);
+		if (at && at->name && at->offset == 0) {
+			q->r = at;
+			q->back = 0;
+		}
+	}
+}
+
 void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 		      struct sp_symframe *out)
+{
+	struct sp_elf_job q;
+	bool elf = sp_namer_elf_job(sym, f, &q);
+	if (elf)
+		sp_elf_job_run(&q);
+	sp_namer_resolve_job(sym, f, elf ? &q : NULL, out);
+}
+
+void sp_namer_resolve_job(struct sp_namer *sym, const struct sp_stack_frame *f,
+			  const struct sp_elf_job *q, struct sp_symframe *out)
 {
 	unsigned kind = f->flags & SP_FRAME_KIND_MASK, back = f->flags & SP_FRAME_RETADDR ? 1 : 0;
 	struct module *mod = module_of(sym, f->module);
@@ -834,27 +904,10 @@ void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 	} else if (mod && mod->kind == MOD_VDSO) {
 		struct sp_elfsym *v = vdso_of(sym, mod);
 		from_elf(out, v ? sp_elfsym_lookup(v, f->rel - back) : NULL, back, false);
-	} else if (mod && mod->kind == MOD_ELF) {
-		if (!mod->ms)
-			mod->ms = modsym_get(sym, mod->path, NULL, 0, false);
-		if (mod->ms && mod->ms->es) {
-			const struct sp_symres *r = sp_elfsym_lookup(mod->ms->es, f->rel - back);
-			/*
-			 * A return address at a function's first byte that the
-			 * byte before does not explain: a signal trampoline
-			 * (__restore_rt), which no call precedes; the kernel
-			 * made it the handler's return address.
-			 */
-			if (back && (!r || !r->name)) {
-				const struct sp_symres *at = sp_elfsym_lookup(mod->ms->es, f->rel);
-				if (at && at->name && at->offset == 0) {
-					r = at;
-					back = 0;
-				}
-			}
-			from_elf(out, r, back, true);
-			start = r && !r->name && r->has_start ? r : NULL;
-		}
+	} else if (q) {
+		back = q->back;
+		from_elf(out, q->r, back, true);
+		start = q->r && !q->r->name && q->r->has_start ? q->r : NULL;
 	}
 	if (!out->name) {
 		/* Still say where: the module's file name and the offset. */
@@ -893,6 +946,8 @@ void sp_namer_stats(const struct sp_namer *sym, struct sp_sym_stats *st)
 	st->modules_missing = sym->modules_missing;
 	st->modules_mismatched = sym->modules_mismatched;
 	st->debuginfo_modules = sym->debuginfo_modules;
+	for (size_t i = 0; i < sym->ndeferred; i++)
+		st->debuginfo_modules += sp_elfsym_has_debuginfo(sym->deferred[i]);
 	sp_perfmaps_stats(sym->perfmaps, &st->perf_maps);
 	st->kallsyms = sym->kstate == KALLSYMS_LOADED ?
 		       (sym->s->kallsyms ? sym->s->kallsyms : "/proc/kallsyms") : "none";

@@ -153,6 +153,40 @@ uint64_t sp_namer_jit_generation(const struct sp_namer *sym, uint32_t pid);
 void sp_namer_resolve(struct sp_namer *sym, const struct sp_stack_frame *f,
 		      struct sp_symframe *out);
 
+/*
+ * Naming split in two, for naming on threads (sym/parallel.h): the
+ * lookup of an address in a module's ELF and DWARF files, the costly
+ * part, apart from everything that depends on the stream's order.
+ * sp_namer_elf_job() tells whether frame f is an ELF module's and fills
+ * *q with the lookup it needs (es NULL: the module's file is missing);
+ * sp_elf_job_run() runs it, touching nothing but q->es, so on any one
+ * thread at a time per es; sp_namer_resolve_job() then names f as
+ * sp_namer_resolve() does, from q when f is an ELF module's (q NULL
+ * otherwise).  The modules must not change in between (the records of
+ * a module or a header come after the names).
+ */
+struct sp_elf_job {
+	struct sp_elfsym *es;
+	uint64_t rel;
+	unsigned back;			/* 1 for a return address; 0 once run when a trampoline */
+	const struct sp_symres *r;	/* the result, valid until es is freed */
+};
+
+bool sp_namer_elf_job(struct sp_namer *sym, const struct sp_stack_frame *f,
+		      struct sp_elf_job *q);
+void sp_elf_job_run(struct sp_elf_job *q);
+void sp_namer_resolve_job(struct sp_namer *sym, const struct sp_stack_frame *f,
+			  const struct sp_elf_job *q, struct sp_symframe *out);
+
+/*
+ * For naming on threads: a module file opened from now on has its DWARF
+ * found and read by the first lookup (on the worker that owns the file),
+ * not when its module record comes; sp_namer_stats(), called when no
+ * worker runs, reads what no lookup did, to count it.
+ */
+void sp_namer_defer_debuginfo(struct sp_namer *sym);
+
+/* This segment's counters; with deferred DWARF, only while no worker runs. */
 void sp_namer_stats(const struct sp_namer *sym, struct sp_sym_stats *st);
 
 #endif
