@@ -48,7 +48,8 @@
  *   that CPU) or -1; closing that event unmaps the ring.
  * - procs maps a pid to a struct sp_rec_proc it owns; tids holds every
  *   thread id seen (the value is only a marker); ustacks holds the last
- *   stack copy written for each thread; bids owns its entries.
+ *   stack copy written for each thread, forgotten when its exit record is
+ *   written (which says "ustack_reset"); bids owns its entries.
  * - Functions returning int return 0 or -1 with the message in r->err.
  *   Nothing in the layer prints or exits.
  * - stopped_pids (attach.c) is the only global: it is read by

@@ -240,8 +240,6 @@ static void handle_task(struct sp_capture *r, const unsigned char *rec, size_t s
 	}
 	if (fork)
 		sp_rec_tid_note(r, (pid_t)t.tid);
-	else
-		sp_ustack_forget(&r->ustacks, t.tid);	/* a reused tid starts afresh */
 	if (!fork && t.pid == t.tid) {
 		struct sp_rec_proc *p = sp_rec_proc_get(r, (pid_t)t.pid, false);
 		if (p)
@@ -321,6 +319,15 @@ void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsig
 		break;
 	case SP_REC_TASK:
 		memcpy(&u.task, p, sizeof(u.task));
+		if (!u.task.fork) {
+			/*
+			 * In stream order: no sample written after the exit
+			 * shares with a copy before it (a reused tid starts
+			 * afresh), and the record says so to its readers.
+			 */
+			sp_ustack_forget(&r->ustacks, u.task.tid);
+			u.task.ustack_reset = true;
+		}
 		sp_write_task(r->w, &u.task);
 		if (!u.task.fork)
 			sp_rec_offcpu_forget(r, u.task.tid);
