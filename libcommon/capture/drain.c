@@ -19,13 +19,14 @@
  * the later ones it takes with it wait in the queue for their turn.
  */
 #include <linux/perf_event.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "capture/internal.h"
 
 #define SLICE_BYTES (128u * 1024)
-#define LOOKAHEAD 32
+#define LOOKAHEAD 16
 
 /* A ring's data and the bounds of what it holds, as of one look. */
 struct view {
@@ -47,40 +48,56 @@ static struct view look(const struct sp_rec_ring *g)
 	return v;
 }
 
+/* n bytes at pos in the ring, taken around its end when they wrap. */
+static void ring_copy(const struct view *v, uint64_t pos, void *dst, size_t n)
+{
+	size_t at = (size_t)(pos & (v->size - 1)), first = v->size - at;
+	if (n <= first) {
+		memcpy(dst, v->data + at, n);
+		return;
+	}
+	memcpy(dst, v->data + at, first);
+	memcpy((unsigned char *)dst + first, v->data, n - first);
+}
+
+/* The header of the record at pos: false when it is bad. */
+static bool header_at(const struct view *v, uint64_t pos, struct perf_event_header *h)
+{
+	/* Records are 8-byte aligned, so a header never wraps. */
+	ring_copy(v, pos, h, sizeof(*h));
+	return h->size >= sizeof(*h) && h->size <= v->head - pos;
+}
+
 /*
  * The record at pos, whole: in the ring, or copied to r->tmp when it
- * wraps around the end.  Its size in *size; NULL when its header is bad.
+ * wraps around the end.  NULL when its header is bad.
  */
 static const unsigned char *record_at(struct sp_capture *r, const struct view *v,
 				      uint64_t pos, size_t *size)
 {
 	struct perf_event_header h;
-	size_t at = (size_t)(pos & (v->size - 1));
-	/* Records are 8-byte aligned, so a header never wraps. */
-	memcpy(&h, v->data + at, sizeof(h));
-	if (h.size < sizeof(h) || h.size > v->head - pos)
+	if (!header_at(v, pos, &h))
 		return NULL;
 	*size = h.size;
+	size_t at = (size_t)(pos & (v->size - 1));
 	if (at + h.size <= v->size)
 		return v->data + at;
-	size_t first = v->size - at;
-	memcpy(r->tmp, v->data + at, first);
-	memcpy(r->tmp + first, v->data, h.size - first);
+	ring_copy(v, pos, r->tmp, h.size);
 	return r->tmp;
 }
 
 /*
- * The time its converter stamps a record with: a sample's own, the body's
- * of fork, exit, throttle and unthrottle, the sample_id trailer's of the
- * rest.  0 for a record too short to hold it (the converter counts it).
+ * The time its converter stamps the record at pos with (header h): a
+ * sample's own, the body's of fork, exit, throttle and unthrottle, the
+ * sample_id trailer's of the rest.  0 for a record too short to hold it
+ * (the converter counts it).  Read in place, without copying the record.
  */
-static uint64_t record_time(const struct sp_capture *r, const unsigned char *rec, size_t size)
+static uint64_t record_time(const struct sp_capture *r, const struct view *v, uint64_t pos,
+			    const struct perf_event_header *h)
 {
-	struct perf_event_header h;
-	size_t hdr = sizeof(h), idn = r->nev > 1 ? 32 : 24, off;
+	size_t hdr = sizeof(*h), idn = r->nev > 1 ? 32 : 24, off;
 	uint64_t t;
-	memcpy(&h, rec, sizeof(h));
-	switch (h.type) {
+	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		off = hdr + (r->nev > 1 ? 8 : 0) + 8;
 		break;
@@ -93,14 +110,14 @@ static uint64_t record_time(const struct sp_capture *r, const unsigned char *rec
 		off = hdr;
 		break;
 	default:
-		if (size < hdr + idn)
+		if (h->size < hdr + idn)
 			return 0;
-		off = size - idn + 8;
+		off = h->size - idn + 8;
 		break;
 	}
-	if (size < off + 8)
+	if (h->size < off + 8)
 		return 0;
-	memcpy(&t, rec + off, 8);
+	ring_copy(v, pos + off, &t, 8);
 	return t;
 }
 
@@ -111,43 +128,41 @@ static uint64_t record_time(const struct sp_capture *r, const unsigned char *rec
  * a bad header): a slice that ends at its time takes the ring up to
  * there at least, so that each slice makes progress.
  */
-static uint64_t slice_end(struct sp_capture *r, const struct view *v, uint64_t *past)
+static uint64_t slice_end(const struct sp_capture *r, const struct view *v, uint64_t *past)
 {
 	uint64_t pos = v->tail;
 	*past = v->head;
 	while (pos < v->head) {
-		size_t size;
-		const unsigned char *rec = record_at(r, v, pos, &size);
-		if (!rec)
+		struct perf_event_header h;
+		if (!header_at(v, pos, &h))
 			return 0;
 		if (pos - v->tail >= SLICE_BYTES) {
-			*past = pos + size;
-			return record_time(r, rec, size);
+			*past = pos + h.size;
+			return record_time(r, v, pos, &h);
 		}
-		pos += size;
+		pos += h.size;
 	}
 	return UINT64_MAX;
 }
 
 /* The end of the last record stamped at or before w (see the top). */
-static uint64_t cut_at(struct sp_capture *r, const struct view *v, uint64_t w)
+static uint64_t cut_at(const struct sp_capture *r, const struct view *v, uint64_t w)
 {
 	if (w == UINT64_MAX)
 		return v->head;
 	uint64_t pos = v->tail, cut = v->tail;
 	unsigned later = 0;
 	while (pos < v->head && later <= LOOKAHEAD) {
-		size_t size;
-		const unsigned char *rec = record_at(r, v, pos, &size);
-		if (!rec)
+		struct perf_event_header h;
+		if (!header_at(v, pos, &h))
 			return v->head;
-		pos += size;
-		if (record_time(r, rec, size) <= w) {
-			cut = pos;
+		if (record_time(r, v, pos, &h) <= w) {
+			cut = pos + h.size;
 			later = 0;
 		} else {
 			later++;
 		}
+		pos += h.size;
 	}
 	return cut;
 }
