@@ -184,13 +184,40 @@ static void take(struct sp_capture *r, struct view *v, uint64_t cut)
 	__atomic_store_n(&v->pg->data_tail, v->tail, __ATOMIC_RELEASE);
 }
 
-static int write_up_to(struct sp_capture *r, uint64_t limit)
+static int flush_writer(struct sp_capture *r)
 {
-	if (sp_rec_q_flush(r, limit) < 0)
-		return -1;
 	if (sp_writer_flush(r->w) < 0)
 		return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));
 	return 0;
+}
+
+/*
+ * Takes one slice, ending at or before limit, from every ring and writes
+ * it.  Returns the time it ended at (limit for the last), or 0 with
+ * *failed set when writing failed.
+ */
+static uint64_t one_slice(struct sp_capture *r, uint64_t limit, bool *failed)
+{
+	uint64_t w = limit, end[SP_REC_MAX_CPUS], past[SP_REC_MAX_CPUS];
+	for (int ci = 0; ci < r->ncpus; ci++) {
+		if (r->rings[ci].fd < 0)
+			continue;
+		struct view v = look(&r->rings[ci]);
+		end[ci] = slice_end(r, &v, &past[ci]);
+		if (end[ci] < w)
+			w = end[ci];
+	}
+	for (int ci = 0; ci < r->ncpus; ci++) {
+		if (r->rings[ci].fd < 0)
+			continue;
+		struct view v = look(&r->rings[ci]);
+		uint64_t cut = cut_at(r, &v, w);
+		if (end[ci] <= w && past[ci] > cut)
+			cut = past[ci];
+		take(r, &v, cut);
+	}
+	*failed = sp_rec_q_flush(r, w) < 0;
+	return w;
 }
 
 /*
@@ -202,6 +229,7 @@ static int write_up_to(struct sp_capture *r, uint64_t limit)
  */
 int sp_rec_drain(struct sp_capture *r, uint64_t limit)
 {
+	bool failed = false;
 	if (limit == 0 || !r->started) {
 		for (int ci = 0; ci < r->ncpus; ci++) {
 			if (r->rings[ci].fd < 0)
@@ -209,32 +237,14 @@ int sp_rec_drain(struct sp_capture *r, uint64_t limit)
 			struct view v = look(&r->rings[ci]);
 			take(r, &v, v.head);
 		}
-		return r->started ? write_up_to(r, limit) : 0;
+		if (!r->started)
+			return 0;
+		failed = sp_rec_q_flush(r, limit) < 0;
+	} else {
+		while (!failed && one_slice(r, limit, &failed) < limit)
+			;
 	}
-	uint64_t w, end[SP_REC_MAX_CPUS], past[SP_REC_MAX_CPUS];
-	do {
-		w = limit;
-		for (int ci = 0; ci < r->ncpus; ci++) {
-			if (r->rings[ci].fd < 0)
-				continue;
-			struct view v = look(&r->rings[ci]);
-			end[ci] = slice_end(r, &v, &past[ci]);
-			if (end[ci] < w)
-				w = end[ci];
-		}
-		for (int ci = 0; ci < r->ncpus; ci++) {
-			if (r->rings[ci].fd < 0)
-				continue;
-			struct view v = look(&r->rings[ci]);
-			uint64_t cut = cut_at(r, &v, w);
-			if (end[ci] <= w && past[ci] > cut)
-				cut = past[ci];
-			take(r, &v, cut);
-		}
-		if (sp_rec_q_flush(r, w) < 0)
-			return -1;
-	} while (w < limit);
-	return write_up_to(r, limit);
+	return failed ? -1 : flush_writer(r);
 }
 
 bool sp_capture_has_pending(const struct sp_capture *r)
