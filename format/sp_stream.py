@@ -249,6 +249,9 @@ class Reader:
                     self.comms[pid] = r["comm"]
         elif t == "fork" and r.get("ppid") != r.get("pid") and r.get("ppid") in self.comms:
             self.comms.setdefault(r["pid"], self.comms[r["ppid"]])
+        elif t == "exit" and r.get("ustack_reset") is True:
+            # (1.6) No later sample of the tid shares with an older copy.
+            self._copies.pop(r.get("tid"), None)
         elif t == "module":
             self.modules[r["id"]] = r
         elif t == "stack":

@@ -15,7 +15,7 @@ setup() {
 	run sp-cat "$S"
 	[ "$status" -eq 0 ]
 	# The header first, the summary last.
-	[[ "${lines[0]}" == '{"t":"header","format":"stackpulse","version":[1,5],"stage":"raw"'* ]]
+	[[ "${lines[0]}" == '{"t":"header","format":"stackpulse","version":[1,6],"stage":"raw"'* ]]
 	[[ "${lines[-1]}" == '{"t":"summary"'* ]]
 	h=$(jqs "$S" 'select(.t=="header")')
 	[ "$(jq -r .kernel_enabled <<< "$h")" = false ]

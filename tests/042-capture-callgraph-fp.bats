@@ -40,7 +40,7 @@ hot() {
 
 @test "--call-graph fp: the header says so, samples carry uchain and no stack copy" {
 	sp-capture -q --call-graph fp -o "$T/fp.sps" -- "$WORKLOADS/deep-fp" -d 8 1
-	[ "$(jqs "$T/fp.sps" 'select(.t=="header") | [.version, .options.call_graph, .options.stack_size]')" = '[[1,5],"fp",0]' ]
+	[ "$(jqs "$T/fp.sps" 'select(.t=="header") | [.version, .options.call_graph, .options.stack_size]')" = '[[1,6],"fp",0]' ]
 	n=$(jqs "$T/fp.sps" 'select(.t=="sample")' | wc -l)
 	[ "$n" -ge 100 ]
 	# No sample has registers or a stack copy; nearly all have a user chain.

@@ -46,7 +46,7 @@ samples_of() {
 	[ "$(summary "$A.raw" skipped_no_frames)" -eq 0 ]
 	run -0 sp-cat -t header "$A.raw"
 	[[ "$output" == *'"all_cpus":true'* ]]
-	[[ "$output" == *'"version":[1,5]'* ]]
+	[[ "$output" == *'"version":[1,6]'* ]]
 	# Every process of /proc has its process record; kernel threads are marked.
 	run -0 sp-cat -t process "$A.raw"
 	[ "${#lines[@]}" -ge 20 ]

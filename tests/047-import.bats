@@ -256,7 +256,7 @@ EOF
 		[[ $output == *'{"t":"unthrottle","time":172,'* ]]
 		[[ $output == *'{"t":"lost","lost":2,"kind":"samples","time":173,'* ]]
 		[[ $output == *'{"t":"lost","lost":3,"kind":"records","time":175,'* ]]
-		[[ $output == *'{"t":"exit","pid":42,"ppid":42,"tid":43,"ptid":42,"time":180}'* ]]
+		[[ $output == *'{"t":"exit","pid":42,"ppid":42,"tid":43,"ptid":42,"time":180,"ustack_reset":true}'* ]]
 		[ "$(summary "$T/$f.sps" samples)" -eq 4 ]
 		[ "$(summary "$T/$f.sps" lost_events)" -eq 5 ]
 		[ "$(summary "$T/$f.sps" throttle_events)" -eq 1 ]

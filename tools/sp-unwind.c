@@ -51,7 +51,8 @@ static void usage(void)
 	       "  -j, --jobs N           unwind on N threads (default %u);\n"
 	       "                         the output is the same for every N\n"
 	       "      --stats            at the end, print the samples and frames unwound\n"
-	       "                         per second and the jobs used\n"
+	       "                         per second and the jobs used (with one, also\n"
+	       "                         the most threads' stack copies kept)\n"
 	       "  -h, --help             show this help\n"
 	       "  -V, --version          show the version\n"
 	       "\n" SP_EXIT_STATUS_HELP,
@@ -190,6 +191,9 @@ static void print_stats(const struct sp_unwind_stage *stage, double seconds, uns
 		"%.0f frames/s, %u job%s\n", sp_progname, (unsigned long long)samples,
 		(unsigned long long)frames, seconds, (double)samples / seconds,
 		(double)frames / seconds, jobs, jobs == 1 ? "" : "s");
+	if (jobs == 1)
+		fprintf(stderr, "%s: at most %zu threads' stack copies kept\n", sp_progname,
+			sp_unwind_stage_copies_peak(stage));
 }
 
 int main(int argc, char **argv)

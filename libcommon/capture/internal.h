@@ -6,8 +6,9 @@
  *                event of -e), permission hints, enabling, closing, lost
  *                counts
  *   evname.c     event names (-e) turned into a type and config
- *   ring.c       ring buffers: sizing, mapping, draining, and converting
- *                each kernel record into a record in the queue
+ *   ring.c       ring buffers: sizing, mapping, and converting each
+ *                kernel record into a record in the queue
+ *   drain.c      the drain of every ring, in time-ordered slices
  *   sample.c     samples: checked and queued as they came, written with
  *                their stack copy's shared tail
  *   ordered.c    the queue of stream records and its flush in time order
@@ -35,8 +36,10 @@
  *   strings it names), sp_rec_q_end() files it under its kind and time.
  *   sp_rec_q_flush() writes the records stamped at or before a limit, in
  *   (time, seq) order, each through its kind's writer with sp_mapw (so
- *   nothing counts keys by hand).  A drain passes the instant it began,
- *   since every record stamped before it is already in its ring.
+ *   nothing counts keys by hand).  A drain writes up to the instant it
+ *   began, since every record stamped before it is already in its ring,
+ *   in slices (drain.c): each ends at a time every ring has given up all
+ *   it holds up to, so a drain holds about a slice, not all it took.
  * - A sample's stack copy shares its tail with the copy written just
  *   before it for the thread, in time order, which is known only when it
  *   is written: sp_rec_write_sample() is the one caller of
@@ -45,7 +48,8 @@
  *   that CPU) or -1; closing that event unmaps the ring.
  * - procs maps a pid to a struct sp_rec_proc it owns; tids holds every
  *   thread id seen (the value is only a marker); ustacks holds the last
- *   stack copy written for each thread; bids owns its entries.
+ *   stack copy written for each thread, forgotten when its exit record is
+ *   written (which says "ustack_reset"); bids owns its entries.
  * - Functions returning int return 0 or -1 with the message in r->err.
  *   Nothing in the layer prints or exits.
  * - stopped_pids (attach.c) is the only global: it is read by
@@ -276,11 +280,17 @@ uint64_t sp_rec_fixed_period(const struct sp_capture *r, int ev);
 size_t sp_rec_ring_pages(const struct sp_capture *r);
 /* Redirects event fd into CPU ci's ring, mapping it first if need be: 0 or -1. */
 int sp_rec_ring_attach(struct sp_capture *r, int fd, int ci);
-/* Drains every ring, writes the queue up to limit, flushes: 0 or -1. */
-int sp_rec_drain(struct sp_capture *r, uint64_t limit);
 void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsigned char *p);
 /* Converts one kernel record, as a ring holds it, into the queue. */
 void sp_rec_handle_record(struct sp_capture *r, const unsigned char *rec, size_t size);
+
+/*
+ * drain.c: takes what every ring holds stamped up to limit, in slices,
+ * and writes it; flushes: 0 or -1.  Before the header, and with a limit
+ * of 0, everything the rings hold is converted into the queue instead
+ * and nothing after 0 is written.
+ */
+int sp_rec_drain(struct sp_capture *r, uint64_t limit);
 
 /* sample.c */
 

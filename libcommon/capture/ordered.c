@@ -2,8 +2,9 @@
  * The queue (internal.h): records converted from every ring, written
  * in time order.  The kernel orders the records of one ring, not those of
  * different CPUs, and a sample must follow the mmap or fork that explains
- * it: so a drain converts everything, then writes only what is stamped
- * before the instant it began, and keeps the rest for the next round.
+ * it: so a drain (drain.c) converts what every ring holds up to a time,
+ * then writes only what is stamped up to that time, and keeps the rest
+ * for the next slice or round.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,13 +66,42 @@ static void write_one(struct sp_capture *r, const struct sp_rec_qent *e)
 	}
 }
 
+static int cmp_off(const void *a, const void *b)
+{
+	const struct sp_rec_qent *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/*
+ * Moves the bytes of the records left in the queue to the start of qbuf,
+ * in place: qbuf keeps its memory, so a drain's slices reuse it rather
+ * than each allocating its own.  The next flush sorts the queue again.
+ */
+static void compact(struct sp_capture *r)
+{
+	size_t len = 0;
+	qsort(r->q, r->nq, sizeof(*r->q), cmp_off);
+	for (size_t j = 0; j < r->nq; j++) {
+		struct sp_rec_qent *e = &r->q[j];
+		if (e->off != len)
+			memmove(r->qbuf.p + len, r->qbuf.p + e->off, e->len);
+		e->off = len;
+		len += e->len;
+	}
+	r->qbuf.len = len;
+	if (r->qbuf.p)
+		r->qbuf.p[len] = '\0';
+}
+
 /* Writes queued records stamped at or before limit, in time order. */
 int sp_rec_q_flush(struct sp_capture *r, uint64_t limit)
 {
 	if (r->qbuf.oom)
 		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory queueing records");
-	if (r->nq == 0)
+	if (r->nq == 0) {
+		r->qbuf.len = 0;
 		return 0;
+	}
 	qsort(r->q, r->nq, sizeof(*r->q), cmp_qent);
 	size_t i = 0;
 	for (; i < r->nq && r->q[i].time <= limit; i++) {
@@ -85,21 +115,9 @@ int sp_rec_q_flush(struct sp_capture *r, uint64_t limit)
 		if (sp_writer_failed(r->w))
 			return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));
 	}
-	/* Keep the rest, compacted, for the next round. */
-	struct sp_buf keep = SP_BUF_INIT;
-	for (size_t j = i; j < r->nq; j++) {
-		struct sp_rec_qent e = r->q[j];
-		size_t off = keep.len;
-		sp_buf_add(&keep, r->qbuf.p + e.off, e.len);
-		e.off = off;
-		r->q[j - i] = e;
-	}
-	if (keep.oom) {
-		sp_buf_release(&keep);
-		return sp_error_set(&r->err, SP_ERR_NOMEM, "out of memory");
-	}
+	/* Keep the rest for the next round, moved down in qbuf. */
 	r->nq -= i;
-	sp_buf_release(&r->qbuf);
-	r->qbuf = keep;
+	memmove(r->q, r->q + i, r->nq * sizeof(*r->q));
+	compact(r);
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  * Ring buffers (internal.h): one per CPU, shared by every event of
- * that CPU through PERF_EVENT_IOC_SET_OUTPUT.  A drain copies each
- * complete record out of each ring and converts it into a queued record
+ * that CPU through PERF_EVENT_IOC_SET_OUTPUT.  The drain (drain.c) hands
+ * each complete record here to be converted into a queued record
  * (samples in sample.c); the queue writes them in time order.
  */
 #include <errno.h>
@@ -240,8 +240,6 @@ static void handle_task(struct sp_capture *r, const unsigned char *rec, size_t s
 	}
 	if (fork)
 		sp_rec_tid_note(r, (pid_t)t.tid);
-	else
-		sp_ustack_forget(&r->ustacks, t.tid);	/* a reused tid starts afresh */
 	if (!fork && t.pid == t.tid) {
 		struct sp_rec_proc *p = sp_rec_proc_get(r, (pid_t)t.pid, false);
 		if (p)
@@ -321,6 +319,15 @@ void sp_rec_write_event(struct sp_capture *r, enum sp_rec_kind kind, const unsig
 		break;
 	case SP_REC_TASK:
 		memcpy(&u.task, p, sizeof(u.task));
+		if (!u.task.fork) {
+			/*
+			 * In stream order: no sample written after the exit
+			 * shares with a copy before it (a reused tid starts
+			 * afresh), and the record says so to its readers.
+			 */
+			sp_ustack_forget(&r->ustacks, u.task.tid);
+			u.task.ustack_reset = true;
+		}
 		sp_write_task(r->w, &u.task);
 		if (!u.task.fork)
 			sp_rec_offcpu_forget(r, u.task.tid);
@@ -354,64 +361,4 @@ void sp_rec_handle_record(struct sp_capture *r, const unsigned char *rec, size_t
 	case PERF_RECORD_SWITCH_CPU_WIDE: handle_switch(r, rec, size, h.misc, true); break;
 	default: break;	/* other side-band records are not needed */
 	}
-}
-
-/* Copies every complete record out of one ring. */
-static void drain_ring(struct sp_capture *r, struct sp_rec_ring *g)
-{
-	struct perf_event_mmap_page *pg = (struct perf_event_mmap_page *)g->base;
-	unsigned char *data = g->base + (size_t)sysconf(_SC_PAGESIZE);
-	uint64_t head = __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = pg->data_tail;
-	uint64_t mask = g->data_size - 1;
-	while (tail < head) {
-		struct perf_event_header h;
-		size_t at = (size_t)(tail & mask);
-		/* Records are 8-byte aligned, so a header never wraps. */
-		memcpy(&h, data + at, sizeof(h));
-		if (h.size < sizeof(h) || h.size > head - tail) {
-			bad_record(r);
-			tail = head;
-			break;
-		}
-		const unsigned char *rec = data + at;
-		if (at + h.size > g->data_size) {
-			size_t first = g->data_size - at;
-			memcpy(r->tmp, data + at, first);
-			memcpy(r->tmp + first, data, h.size - first);
-			rec = r->tmp;
-		}
-		sp_rec_handle_record(r, rec, h.size);
-		tail += h.size;
-	}
-	__atomic_store_n(&pg->data_tail, tail, __ATOMIC_RELEASE);
-}
-
-/* Drains every ring, then writes the queue up to limit and flushes. */
-int sp_rec_drain(struct sp_capture *r, uint64_t limit)
-{
-	for (int ci = 0; ci < r->ncpus; ci++)
-		if (r->rings[ci].fd >= 0)
-			drain_ring(r, &r->rings[ci]);
-	/* While attaching, before the header: queued only (attach.c). */
-	if (!r->started)
-		return 0;
-	if (sp_rec_q_flush(r, limit) < 0)
-		return -1;
-	if (sp_writer_flush(r->w) < 0)
-		return sp_error_set(&r->err, SP_ERR_ERRNO, "%s", sp_writer_error(r->w));
-	return 0;
-}
-
-bool sp_capture_has_pending(const struct sp_capture *r)
-{
-	for (int ci = 0; ci < r->ncpus; ci++) {
-		const struct sp_rec_ring *g = &r->rings[ci];
-		if (g->fd < 0)
-			continue;
-		struct perf_event_mmap_page *pg = (struct perf_event_mmap_page *)g->base;
-		if (__atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE) != pg->data_tail)
-			return true;
-	}
-	return false;
 }

@@ -130,6 +130,7 @@ enum sp_vtype {
 	X(EXIT, "tid", UINT, SP_REQ) \
 	X(EXIT, "ptid", UINT, SP_REQ) \
 	X(EXIT, "time", UINT, SP_OPT) \
+	X(EXIT, "ustack_reset", BOOL, SP_OPT) \
 	X(RUNTIME, "pid", UINT, SP_REQ) \
 	X(RUNTIME, "cpython", BOOL, SP_REQ) \
 	X(RUNTIME, "time", UINT, SP_OPT) \

@@ -28,6 +28,8 @@ void sp_write_task(struct sp_writer *w, const struct sp_task_rec *t)
 	sp_mapw_u64(&m, "tid", t->tid);
 	sp_mapw_u64(&m, "ptid", t->ptid);
 	sp_mapw_u64(&m, "time", t->time);
+	if (!t->fork && t->ustack_reset)
+		sp_mapw_bool(&m, "ustack_reset", true);
 	sp_mapw_end(&m);
 }
 

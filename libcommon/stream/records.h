@@ -33,6 +33,7 @@ struct sp_task_rec {
 	uint32_t pid, ppid, tid, ptid;
 	uint64_t time;
 	bool fork;
+	bool ustack_reset;	/* an exit's "ustack_reset": written only when set */
 };
 void sp_write_task(struct sp_writer *w, const struct sp_task_rec *t);
 

@@ -18,7 +18,7 @@
 /* The format this code reads and writes. */
 #define SP_FORMAT_NAME "stackpulse"
 #define SP_FORMAT_MAJOR 1
-#define SP_FORMAT_MINOR 5
+#define SP_FORMAT_MINOR 6
 
 /* Default limits of a reader (both configurable). */
 #define SP_DEFAULT_MAX_RECORD (1u << 20)	/* bytes in one record */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/record.h"
 #include "stream/ustack.h"
 #include "util/alloc.h"
 
@@ -17,6 +18,7 @@ struct sp_ustack_copy {
 void sp_ustack_cache_init(struct sp_ustack_cache *c)
 {
 	sp_u64map_init(&c->threads);
+	c->peak = 0;
 }
 
 static void copy_free(void *v)
@@ -38,6 +40,15 @@ void sp_ustack_forget(struct sp_ustack_cache *c, uint32_t tid)
 	copy_free(sp_u64map_remove(&c->threads, tid));
 }
 
+void sp_ustack_note_exit(struct sp_ustack_cache *c, const msgpack_object *exit)
+{
+	bool reset = false;
+	uint64_t tid;
+	if (sp_map_bool(exit, "ustack_reset", &reset) && reset &&
+	    sp_map_u64(exit, "tid", &tid) && tid <= UINT32_MAX)
+		sp_ustack_forget(c, (uint32_t)tid);
+}
+
 /* The thread's copy, added empty when absent; NULL when memory runs out. */
 static struct sp_ustack_copy *copy_get(struct sp_ustack_cache *c, uint32_t tid)
 {
@@ -49,6 +60,8 @@ static struct sp_ustack_copy *copy_get(struct sp_ustack_cache *c, uint32_t tid)
 		free(u);
 		return NULL;
 	}
+	if (c->threads.count > c->peak)
+		c->peak = c->threads.count;
 	return u;
 }
 

@@ -34,11 +34,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <msgpack.h>
+
 #include "util/hashmap.h"
 
-/* The last full copy of every thread: tid -> struct sp_ustack_copy. */
+/*
+ * The last full copy of every thread: tid -> struct sp_ustack_copy; peak
+ * is the most threads it has held at once since it was made.
+ */
 struct sp_ustack_cache {
 	struct sp_u64map threads;
+	size_t peak;
 };
 
 void sp_ustack_cache_init(struct sp_ustack_cache *c);
@@ -48,6 +54,15 @@ void sp_ustack_cache_release(struct sp_ustack_cache *c);
 
 /* Forgets the copy of a thread (one that exited, whose tid may be reused). */
 void sp_ustack_forget(struct sp_ustack_cache *c, uint32_t tid);
+
+/*
+ * Reader: an exit record (its map) whose "ustack_reset" is true (1.6)
+ * promises that no later sample of its tid shares a tail with a copy
+ * before it, so the thread's copy is forgotten.  Without that key (an
+ * older writer) the copy is kept, as a later sample of a reused tid may
+ * still share with it.
+ */
+void sp_ustack_note_exit(struct sp_ustack_cache *c, const msgpack_object *exit);
 
 /*
  * Writer: notes the full copy of a sample of tid, len bytes at copy that

@@ -220,6 +220,8 @@ static int follow(struct sp_pworker *w, struct sp_batch *b, const struct sp_item
 		return 0;
 	case SP_R_PROCESS: case SP_R_MAP: case SP_R_FORK: case SP_R_EXEC: case SP_R_EXIT:
 	case SP_R_IMAGE: case SP_R_JITDUMP:
+		if (rec->type == SP_R_EXIT)
+			sp_ustack_note_exit(&w->copies, rec->map);
 		return sp_addrspaces_apply(w->as, rec->type, rec->map);
 	default:
 		return 0;

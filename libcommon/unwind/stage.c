@@ -425,6 +425,8 @@ int sp_unwind_stage_record(struct sp_unwind_stage *s, const struct sp_record *re
 	}
 	case SP_R_PROCESS: case SP_R_MAP: case SP_R_FORK: case SP_R_EXEC: case SP_R_EXIT:
 	case SP_R_IMAGE: case SP_R_JITDUMP:
+		if (rec->type == SP_R_EXIT)
+			sp_ustack_note_exit(&s->copies, rec->map);
 		if (sp_addrspaces_apply(s->as, rec->type, rec->map) < 0)
 			s->oom = true;
 		sp_writer_raw(s->w, rec->raw, rec->raw_len);
@@ -461,6 +463,11 @@ void sp_unwind_stage_totals(const struct sp_unwind_stage *s, uint64_t *samples, 
 {
 	*samples = s->total_samples;
 	*frames = s->total_frames;
+}
+
+size_t sp_unwind_stage_copies_peak(const struct sp_unwind_stage *s)
+{
+	return s->copies.peak;
 }
 
 const struct sp_copy_used *sp_unwind_stage_copy_used(const struct sp_unwind_stage *s)

@@ -132,6 +132,14 @@ const struct sp_copy_used *sp_unwind_stage_copy_used(const struct sp_unwind_stag
 void sp_unwind_stage_totals(const struct sp_unwind_stage *s, uint64_t *samples, uint64_t *frames);
 
 /*
+ * The most threads' last stack copies the stage has kept at once (for
+ * "ustack_shared"): they grow with the threads alive, and with those that
+ * exited only in streams whose exit records lack "ustack_reset".  0 for
+ * the stage of sp_unwind_par_stage(), whose workers keep the copies.
+ */
+size_t sp_unwind_stage_copies_peak(const struct sp_unwind_stage *s);
+
+/*
  * A module file the unwinder was denied (sp_unwinder_denied()), once
  * per stage: the tool says how to grant it.  NULL when none.
  */

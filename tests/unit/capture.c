@@ -112,3 +112,92 @@ SP_TEST(capture_queue_writes_in_time_order_and_shares_in_that_order)
 	sp_reader_free(rd);
 	fclose(f);
 }
+
+/*
+ * The drain's slices: two rings of 512 KiB filled by hand, their times
+ * interleaved, a record in one written after a later one, and records
+ * that wrap around the rings' end.  Everything comes out in time order,
+ * the rings are emptied, and the queue never held much more than a
+ * slice (128 KiB) of each ring: taking them whole would have held them
+ * whole, some 900 KiB.
+ */
+enum { RING_DATA = 512 * 1024, PER_RING = 1000 };
+
+static void ring_put(unsigned char *data, uint64_t *pos, const unsigned char *rec, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		data[(*pos + i) & (RING_DATA - 1)] = rec[i];
+	*pos += n;
+}
+
+SP_TEST(capture_drain_takes_the_rings_in_time_ordered_slices)
+{
+	FILE *f = tmpfile();
+	struct sp_writer *w = sp_writer_new(fileno(f), "unit");
+	struct sp_capture_options o = { .frequency = 999, .stack_size = STACK, .poll_ms = 100 };
+	struct sp_capture *r = sp_capture_new(&o, w);
+	SP_CHECK(r != NULL);
+	char *argv[] = { "sp-capture", NULL };
+	SP_CHECK(sp_capture_start(r, 1, argv) == 0);
+
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	static unsigned char stack[STACK], rec[4096];
+	unsigned char *base[2];
+	r->ncpus = 2;
+	for (int ci = 0; ci < 2; ci++) {
+		base[ci] = aligned_alloc(page, page + RING_DATA);
+		SP_CHECK(base[ci] != NULL);
+		memset(base[ci], 0, page);
+		struct perf_event_mmap_page *pg = (struct perf_event_mmap_page *)base[ci];
+		/* Both start near the end, so that records wrap around it. */
+		uint64_t pos = RING_DATA - 1000 - 456 * (uint64_t)ci;
+		pg->data_tail = pos;
+		for (uint64_t k = 0; k < PER_RING; k++) {
+			uint64_t t = 1000 + 20 * k + 10 * (uint64_t)ci;
+			/*
+			 * Written two records after the one that ends the
+			 * first slice (128 KiB into the ring: record 288, of
+			 * 456 bytes each) but stamped before it.
+			 */
+			if (ci == 0 && k == 290)
+				t = 1000 + 20 * 288 - 10;
+			size_t n = make_sample(rec, 42, 43 + (uint32_t)ci, t, 0x7ffe0000 - STACK,
+					       stack, STACK);
+			ring_put(base[ci] + page, &pos, rec, n);
+		}
+		pg->data_head = pos;
+		r->rings[ci] = (struct sp_rec_ring){ .fd = 1000 + ci, .base = base[ci],
+						     .data_size = RING_DATA };
+	}
+	SP_CHECK(sp_rec_drain(r, 1000000000) == 0);
+	for (int ci = 0; ci < 2; ci++) {
+		struct perf_event_mmap_page *pg = (struct perf_event_mmap_page *)base[ci];
+		SP_CHECK(pg->data_tail == pg->data_head);
+		r->rings[ci].fd = -1;
+	}
+	SP_CHECK(r->nq == 0);
+	SP_CHECK(r->qbuf.cap <= 2 * 2 * 128 * 1024);
+	SP_CHECK(sp_capture_finish(r) == 0);
+	sp_capture_free(r);
+	SP_CHECK(sp_writer_close(w) == 0);
+	free(base[0]);
+	free(base[1]);
+
+	rewind(f);
+	struct sp_reader *rd = sp_reader_new(fileno(f), "unit");
+	struct sp_record x;
+	uint64_t last = 0, n = 0;
+	bool ordered = true;
+	while (sp_reader_next(rd, &x) == SP_READ_RECORD) {
+		uint64_t t;
+		if (x.type != SP_R_SAMPLE || !sp_map_u64(x.map, "time", &t))
+			continue;
+		ordered = ordered && t >= last;
+		last = t;
+		n++;
+	}
+	SP_CHECK(ordered);
+	SP_CHECK(n == 2 * PER_RING);
+	sp_reader_free(rd);
+	fclose(f);
+}
