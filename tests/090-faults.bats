@@ -196,7 +196,13 @@ teardown() {
 	sp-cat "$R" | sed "s#$WORKLOADS/spin#/nonexistent/spin#g" | sp-cat --from-json > "$R.moved"
 	sp-unwind --allow-empty --archive "$A" -o "$R.unw" "$R.moved"
 	[ "$(unwind_count "$R.unw" build_id_mismatch)" -gt 0 ]
-	[ "$(unwind_count "$R.unw" complete)" -eq 0 ]
+	# Stacks through spin's code end at its frames.  A sample taken
+	# outside it (in libc's thread start, before spin's function) may
+	# still reach the thread's entry: a few, never most as with the file.
+	complete=$(unwind_count "$R.unw" complete)
+	total=$(sp-cat -t unwind "$R.unw" | jq '.user_samples')
+	[ "$total" -gt 20 ]
+	[ $((complete * 20)) -lt "$total" ]
 }
 
 @test "no tool after sp-capture needs any privilege" {
