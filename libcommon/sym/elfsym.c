@@ -13,6 +13,7 @@
 
 #include "sym/debuglink.h"
 #include "sym/elfsym.h"
+#include "sym/lines.h"
 #include "sym/scopes.h"
 #include "unwind/gopclntab.h"
 #include "sym/symtab.h"
@@ -62,6 +63,15 @@ struct sp_elfsym {
 	struct sp_u64map cu_funcs;	/* CU offset -> struct cu_funcs */
 	/* A function's scopes, read the first time an address falls in it. */
 	struct sp_u64map fn_scopes;	/* function DIE offset -> struct sp_fn_scopes */
+	/*
+	 * Line tables, decoded by our own reader (see lines.h), by their
+	 * offset in .debug_line, as libdw keeps them; the sections they
+	 * are read from, found once.
+	 */
+	struct sp_u64map linetabs;	/* .debug_line offset -> struct cu_lines */
+	struct sp_u64map cu_lines;	/* CU offset -> its struct cu_lines, or &no_lines */
+	struct sp_linesecs secs;
+	bool secs_tried;
 	/* Every string a result points to: names demangled, the rest as they are. */
 	struct sp_strpool names, texts;
 };
@@ -88,6 +98,23 @@ static void cu_funcs_free(void *p)
 static void fn_scopes_free(void *p)
 {
 	sp_fn_scopes_free(p);
+}
+
+/* A line table as decoded, or why libdw reads it instead. */
+struct cu_lines {
+	int rc;			/* SP_LINES_OK: t holds it */
+	const char *comp_dir;	/* the unit's it was decoded for */
+	struct sp_linetab t;
+};
+
+/* A unit whose table libdw reads. */
+static struct cu_lines no_lines;
+
+static void cu_lines_free(void *p)
+{
+	struct cu_lines *c = p;
+	sp_linetab_free(&c->t);
+	free(c);
 }
 
 char *sp_demangle(const char *name)
@@ -342,6 +369,8 @@ struct sp_elfsym *sp_elfsym_open(int fd, const char *path,
 	sp_u64map_init(&e->cache);
 	sp_u64map_init(&e->cu_funcs);
 	sp_u64map_init(&e->fn_scopes);
+	sp_u64map_init(&e->linetabs);
+	sp_u64map_init(&e->cu_lines);
 	sp_strpool_init(&e->names, demangled, e);
 	sp_strpool_init(&e->texts, NULL, NULL);
 	e->debuginfo_path = strdup(o->debuginfo_path ? o->debuginfo_path : "-:.debug:/usr/lib/debug");
@@ -411,6 +440,8 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	sp_arena_release(&e->results);
 	sp_u64map_release(&e->cu_funcs, cu_funcs_free);
 	sp_u64map_release(&e->fn_scopes, fn_scopes_free);
+	sp_u64map_release(&e->linetabs, cu_lines_free);
+	sp_u64map_release(&e->cu_lines, NULL);
 	sp_strpool_release(&e->names);
 	sp_strpool_release(&e->texts);
 	free(e->debuginfo_path);
@@ -567,8 +598,12 @@ static void from_go_table(struct sp_elfsym *e, uint64_t addr, struct sp_symres *
 	}
 }
 
-/* Adds the ranges of the functions under parent, through namespaces and classes. */
-static void index_functions(Dwarf_Die *parent, struct cu_funcs *c, int depth)
+/*
+ * Adds the ranges of the functions under parent, through namespaces and
+ * classes; with c_only (a C unit, where a type holds no function), the
+ * types' members are not walked.
+ */
+static void index_functions(Dwarf_Die *parent, struct cu_funcs *c, int depth, bool c_only)
 {
 	Dwarf_Die d;
 	if (depth > 16 || dwarf_child(parent, &d) != 0)
@@ -587,10 +622,11 @@ static void index_functions(Dwarf_Die *parent, struct cu_funcs *c, int depth)
 				}
 				c->v[c->n++] = (struct fn_range){ lo, hi, dwarf_dieoffset(&d) };
 			}
-		} else if (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
-			   tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
-			   tag == DW_TAG_module) {
-			index_functions(&d, c, depth + 1);
+		} else if (!c_only &&
+			   (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+			    tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+			    tag == DW_TAG_module)) {
+			index_functions(&d, c, depth + 1, false);
 		}
 	} while (dwarf_siblingof(&d, &d) == 0);
 }
@@ -601,6 +637,64 @@ static int fn_range_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
+/* The debug sections line tables are read from, found once. */
+static bool line_sections(struct sp_elfsym *e)
+{
+	if (!e->secs_tried && e->dw) {
+		e->secs_tried = true;
+		sp_linesecs_read(dwarf_getelf(e->dw), &e->secs);
+	}
+	return e->secs.line != NULL;
+}
+
+/* The decoded table of unit cu, or &no_lines (NULL: out of memory). */
+static struct cu_lines *find_cu_lines(struct sp_elfsym *e, Dwarf_Die *cu)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word off;
+	Dwarf_Half version;
+	uint8_t unit_type, asize, osize;
+	Dwarf_Die cudie;
+	if (!line_sections(e) || dwarf_cu_getdwarf(cu->cu) != e->dw ||
+	    dwarf_cu_info(cu->cu, &version, &unit_type, NULL, NULL, NULL, NULL, NULL) != 0 ||
+	    unit_type == DW_UT_split_compile || unit_type == DW_UT_split_type ||
+	    !dwarf_diecu(cu, &cudie, &asize, &osize) || !dwarf_attr(cu, DW_AT_stmt_list, &a) ||
+	    dwarf_formudata(&a, &off) != 0)
+		return &no_lines;
+	const char *comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a));
+	struct cu_lines *c = sp_u64map_get(&e->linetabs, off);
+	if (!c) {
+		if (!(c = calloc(1, sizeof(*c))))
+			return NULL;
+		c->comp_dir = comp_dir;
+		c->rc = sp_linetab_decode(&c->t, &e->secs, off, comp_dir, asize);
+		if (sp_u64map_put(&e->linetabs, off, c) < 0) {
+			cu_lines_free(c);
+			return NULL;
+		}
+	}
+	/* Units sharing a table with another directory are libdw's to tell apart. */
+	if (c->rc != SP_LINES_OK ||
+	    (c->comp_dir != comp_dir && (!c->comp_dir || !comp_dir || strcmp(c->comp_dir, comp_dir))))
+		return &no_lines;
+	return c;
+}
+
+/*
+ * The line table of unit cu, decoded by our reader; NULL when libdw is
+ * to read it (see lines.h), so that the answer is libdw's either way.
+ * Found once a unit: asking libdw a unit's attributes costs more than
+ * a lookup in the table.
+ */
+static const struct sp_linetab *cu_linetab(struct sp_elfsym *e, Dwarf_Die *cu)
+{
+	Dwarf_Off cuoff = dwarf_dieoffset(cu);
+	struct cu_lines *c = sp_u64map_get(&e->cu_lines, cuoff);
+	if (!c && (c = find_cu_lines(e, cu)) && sp_u64map_put(&e->cu_lines, cuoff, c) < 0)
+		return NULL;
+	return c && c != &no_lines ? &c->t : NULL;
+}
+
 /* The scopes of the function whose DIE is at off, read once. */
 static struct sp_fn_scopes *function_scopes(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Off off)
 {
@@ -608,7 +702,8 @@ static struct sp_fn_scopes *function_scopes(struct sp_elfsym *e, Dwarf_Die *cu, 
 	Dwarf_Die fn;
 	if (f || !dwarf_offdie(e->dw, off, &fn))
 		return f;
-	if ((f = sp_fn_scopes_read(&fn, cu)) && sp_u64map_put(&e->fn_scopes, off, f) < 0) {
+	if ((f = sp_fn_scopes_read(&fn, cu, cu_linetab(e, cu))) &&
+	    sp_u64map_put(&e->fn_scopes, off, f) < 0) {
 		sp_fn_scopes_free(f);
 		f = NULL;
 	}
@@ -627,7 +722,10 @@ static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, struct s
 	Dwarf_Off cuoff = dwarf_dieoffset(cu);
 	struct cu_funcs *c = sp_u64map_get(&e->cu_funcs, cuoff);
 	if (!c && (c = calloc(1, sizeof(*c)))) {
-		index_functions(cu, c, 0);
+		int lang = dwarf_srclang(cu);
+		index_functions(cu, c, 0,
+				lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 ||
+				lang == DW_LANG_C11 || lang == 0x2c /* DW_LANG_C17 */);
 		if (c->n)
 			qsort(c->v, c->n, sizeof(*c->v), fn_range_cmp);
 		if (sp_u64map_put(&e->cu_funcs, cuoff, c) < 0) {
@@ -653,7 +751,7 @@ static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, struct s
 	if (n > SP_SCOPES_MAX)
 		n = SP_SCOPES_MAX;
 	for (int i = 0; i < n; i++)
-		sp_scope_from_die(&dies[i], cu, &out[i]);
+		sp_scope_from_die(&dies[i], cu, cu_linetab(e, cu), &out[i]);
 	free(dies);
 	return n > 0 ? n : 0;
 }
@@ -698,15 +796,22 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 		return;
 	}
 
-	/* The source position of the address itself. */
+	/*
+	 * The source position of the address itself: in the unit libdw
+	 * finds for it, from the line table our reader decoded, else from
+	 * libdw's (dwfl_module_getsrc() finds the same unit).
+	 */
 	const char *file = NULL;
 	int line = 0;
-	Dwfl_Line *dl = e->o.lines ? dwfl_module_getsrc(e->mod, addr) : NULL;
-	if (dl)
-		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
-
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = dwfl_module_addrdie(e->mod, addr, &bias);
+	const struct sp_linetab *lt = cu && e->o.lines ? cu_linetab(e, cu) : NULL;
+	Dwfl_Line *dl;
+	if (lt)
+		sp_linetab_find(lt, addr - bias, &file, &line);
+	else if (cu && e->o.lines && (dl = dwfl_module_getsrc(e->mod, addr)))
+		file = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL);
+
 	struct sp_scope scopes[SP_SCOPES_MAX];
 	int n = cu ? scopes_of(e, cu, addr - bias, scopes) : 0;
 	int inl = 0, sub = -1;

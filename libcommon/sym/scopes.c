@@ -22,6 +22,7 @@ struct sp_fn_scopes {
 	struct { uint64_t lo, hi; } *ranges;
 	size_t nranges, alloc_ranges;
 	bool oom;
+	const struct sp_linetab *lt;	/* while it is read: the unit's files */
 };
 
 static const char *die_name(Dwarf_Die *die)
@@ -36,8 +37,12 @@ static const char *die_name(Dwarf_Die *die)
 	return n;
 }
 
-/* The position of the call an inlined_subroutine DIE stands for. */
-static void call_site(Dwarf_Die *inl, Dwarf_Die *cu, const char **file, unsigned *line)
+/*
+ * The position of the call an inlined_subroutine DIE stands for: its
+ * file from lt, the unit's files, or from libdw when lt is NULL.
+ */
+static void call_site(Dwarf_Die *inl, Dwarf_Die *cu, const struct sp_linetab *lt,
+		      const char **file, unsigned *line)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word v;
@@ -47,12 +52,16 @@ static void call_site(Dwarf_Die *inl, Dwarf_Die *cu, const char **file, unsigned
 		*line = (unsigned)v;
 	Dwarf_Files *files;
 	size_t nfiles;
-	if (dwarf_attr(inl, DW_AT_call_file, &a) && dwarf_formudata(&a, &v) == 0 &&
-	    dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && v < nfiles)
+	if (!dwarf_attr(inl, DW_AT_call_file, &a) || dwarf_formudata(&a, &v) != 0)
+		return;
+	if (lt)
+		*file = v < lt->nfiles ? lt->files[v] : NULL;
+	else if (dwarf_getsrcfiles(cu, &files, &nfiles) == 0 && v < nfiles)
 		*file = dwarf_filesrc(files, v, NULL, NULL);
 }
 
-void sp_scope_from_die(Dwarf_Die *die, Dwarf_Die *cu, struct sp_scope *out)
+void sp_scope_from_die(Dwarf_Die *die, Dwarf_Die *cu, const struct sp_linetab *lt,
+		       struct sp_scope *out)
 {
 	int tag = dwarf_tag(die);
 	*out = (struct sp_scope){ .inlined = tag == DW_TAG_inlined_subroutine,
@@ -60,7 +69,7 @@ void sp_scope_from_die(Dwarf_Die *die, Dwarf_Die *cu, struct sp_scope *out)
 	if (out->inlined || out->subprogram)
 		out->name = die_name(die);
 	if (out->inlined)
-		call_site(die, cu, &out->call_file, &out->call_line);
+		call_site(die, cu, lt, &out->call_file, &out->call_line);
 	Dwarf_Addr lo;
 	if (out->subprogram && dwarf_entrypc(die, &lo) == 0) {
 		out->has_entry = true;
@@ -102,7 +111,7 @@ static bool add_node(struct sp_fn_scopes *f, Dwarf_Die *die, Dwarf_Die *cu, int 
 	f->n++;
 	f->v[self].range = (uint32_t)first;
 	f->v[self].nranges = (uint32_t)(f->nranges - first);
-	sp_scope_from_die(die, cu, &f->v[self].s);
+	sp_scope_from_die(die, cu, f->lt, &f->v[self].s);
 	Dwarf_Die d;
 	if (depth + 1 < SP_SCOPES_MAX && dwarf_child(die, &d) == 0) {
 		do {
@@ -114,12 +123,14 @@ static bool add_node(struct sp_fn_scopes *f, Dwarf_Die *die, Dwarf_Die *cu, int 
 	return true;
 }
 
-struct sp_fn_scopes *sp_fn_scopes_read(Dwarf_Die *fn, Dwarf_Die *cu)
+struct sp_fn_scopes *sp_fn_scopes_read(Dwarf_Die *fn, Dwarf_Die *cu, const struct sp_linetab *lt)
 {
 	struct sp_fn_scopes *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
+	f->lt = lt;
 	add_node(f, fn, cu, 0);
+	f->lt = NULL;
 	if (f->oom || !f->n) {
 		sp_fn_scopes_free(f);
 		return NULL;

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sym/lines.h"
+
 /* One scope of an address, as a symbolizer names it. */
 struct sp_scope {
 	bool inlined;		/* an inlined call (else a block or the function) */
@@ -29,10 +31,11 @@ struct sp_scope {
 struct sp_fn_scopes;
 
 /*
- * Reads the scopes of the function fn (a DW_TAG_subprogram of unit cu).
- * NULL when memory runs out.
+ * Reads the scopes of the function fn (a DW_TAG_subprogram of unit cu),
+ * naming inlined calls' files from lt, the unit's line table (NULL: ask
+ * libdw).  NULL when memory runs out.
  */
-struct sp_fn_scopes *sp_fn_scopes_read(Dwarf_Die *fn, Dwarf_Die *cu);
+struct sp_fn_scopes *sp_fn_scopes_read(Dwarf_Die *fn, Dwarf_Die *cu, const struct sp_linetab *lt);
 void sp_fn_scopes_free(struct sp_fn_scopes *f);
 
 /*
@@ -43,7 +46,8 @@ void sp_fn_scopes_free(struct sp_fn_scopes *f);
  */
 int sp_fn_scopes_of(const struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *out);
 
-/* A DIE as a scope (for scopes found by libdw's own walk). */
-void sp_scope_from_die(Dwarf_Die *die, Dwarf_Die *cu, struct sp_scope *out);
+/* A DIE as a scope (for scopes found by libdw's own walk); lt as above. */
+void sp_scope_from_die(Dwarf_Die *die, Dwarf_Die *cu, const struct sp_linetab *lt,
+		       struct sp_scope *out);
 
 #endif

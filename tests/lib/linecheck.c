@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT
+ * linecheck: sym/lines.c's line tables against libdw's, for
+ * tests/063-line-tables.bats.
+ *
+ *	linecheck FILE...
+ *
+ * For every compile unit of each file (or of the debug file libdwfl
+ * finds for it), decodes the unit's line table with sp_linetab_decode()
+ * and compares it with what libdw gives:
+ *   - every row (address, line, end of sequence, file name) with
+ *     dwarf_getsrclines() and dwarf_linesrc(), in order;
+ *   - the file names with dwarf_getsrcfiles();
+ *   - for each row's address, one byte before and one after, the
+ *     position dwfl_module_getsrc() and dwfl_lineinfo() give, with
+ *     sp_linetab_find(), where libdwfl finds the address in this unit.
+ * Prints per file "FILE: U units, D decoded, L to libdw, A addresses,
+ * N differences" and the first differences; exits 0, 1 on a
+ * difference, 2 when a file cannot be read.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sym/lines.h"
+
+static unsigned long differences;
+
+static bool same(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static void differ(const char *file, Dwarf_Off cu, const char *what, uint64_t at,
+		   const char *ours, long our_line, const char *libdw, long libdw_line)
+{
+	if (differences++ < 20)
+		printf("%s: unit 0x%" PRIx64 ": %s 0x%" PRIx64 ": ours %s:%ld, libdw %s:%ld\n", file,
+		       (uint64_t)cu, what, at, ours ? ours : "(none)", our_line,
+		       libdw ? libdw : "(none)", libdw_line);
+}
+
+/* The position dwfl_module_getsrc() gives addr, when it finds it in unit cu. */
+static bool libdwfl_at(Dwfl_Module *mod, Dwarf_Addr bias, Dwarf_Off cu, uint64_t addr,
+		       bool *found, const char **file, int *line)
+{
+	Dwarf_Addr b;
+	Dwarf_Die *die = dwfl_module_addrdie(mod, addr + bias, &b);
+	if (!die || dwarf_dieoffset(die) != cu)
+		return false;
+	Dwfl_Line *l = dwfl_module_getsrc(mod, addr + bias);
+	*found = l != NULL;
+	*file = NULL;
+	*line = 0;
+	if (l)
+		*file = dwfl_lineinfo(l, NULL, line, NULL, NULL, NULL);
+	return true;
+}
+
+static void check_unit(const char *name, Dwfl_Module *mod, Dwarf_Addr bias, Dwarf_Die *cu,
+		       const struct sp_linesecs *secs, unsigned long *decoded,
+		       unsigned long *to_libdw, unsigned long *addrs)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word off;
+	uint8_t asize, osize;
+	Dwarf_Die cudie;
+	Dwarf_Off cuoff = dwarf_dieoffset(cu);
+	if (!dwarf_diecu(cu, &cudie, &asize, &osize) || !dwarf_attr(cu, DW_AT_stmt_list, &a) ||
+	    dwarf_formudata(&a, &off) != 0)
+		return;
+	const char *comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a));
+	struct sp_linetab t;
+	int rc = sp_linetab_decode(&t, secs, off, comp_dir, asize);
+	Dwarf_Lines *lines;
+	size_t n;
+	int lrc = dwarf_getsrclines(cu, &lines, &n);
+	if (rc != SP_LINES_OK) {
+		++*to_libdw;
+		return;
+	}
+	++*decoded;
+	if (lrc != 0) {
+		differ(name, cuoff, "table libdw refuses", off, "decoded", 0, dwarf_errmsg(-1), 0);
+		sp_linetab_free(&t);
+		return;
+	}
+	if (n != t.nrows)
+		differ(name, cuoff, "rows", n, "count", (long)t.nrows, "count", (long)n);
+	for (size_t i = 0; i < n && i < t.nrows; i++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, i);
+		Dwarf_Addr addr;
+		int line;
+		bool end;
+		dwarf_lineaddr(l, &addr);
+		dwarf_lineno(l, &line);
+		dwarf_lineendsequence(l, &end);
+		const char *src = dwarf_linesrc(l, NULL, NULL);
+		const struct sp_linerow *r = &t.rows[i];
+		const char *ours = r->file < t.nfiles ? t.files[r->file] : NULL;
+		if (addr != r->addr || line != r->line || end != r->end || !same(src, ours))
+			differ(name, cuoff, end ? "end row" : "row", addr, ours, r->line, src, line);
+	}
+	Dwarf_Files *files;
+	size_t nfiles;
+	if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || nfiles != t.nfiles) {
+		differ(name, cuoff, "file count", 0, "", (long)t.nfiles, "", (long)nfiles);
+	} else {
+		for (size_t i = 0; i < nfiles; i++)
+			if (!same(dwarf_filesrc(files, i, NULL, NULL), t.files[i]))
+				differ(name, cuoff, "file", i, t.files[i], 0,
+				       dwarf_filesrc(files, i, NULL, NULL), 0);
+	}
+	for (size_t i = 0; i < t.nrows; i++) {
+		for (int d = -1; d <= 1; d++) {
+			uint64_t at = t.rows[i].addr + (uint64_t)(int64_t)d;
+			bool found, ours;
+			const char *file, *ofile = NULL;
+			int line, oline = 0;
+			if (!libdwfl_at(mod, bias, cuoff, at, &found, &file, &line))
+				continue;
+			++*addrs;
+			ours = sp_linetab_find(&t, at, &ofile, &oline);
+			if (ours != found || (found && (line != oline || !same(file, ofile))))
+				differ(name, cuoff, "address", at, ours ? ofile : "(not found)",
+				       oline, found ? file : "(not found)", line);
+		}
+	}
+	sp_linetab_free(&t);
+}
+
+static int check_file(const char *name)
+{
+	static char *debuginfo_path = NULL;
+	static const Dwfl_Callbacks cb = {
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &debuginfo_path,
+	};
+	Dwfl *dwfl = dwfl_begin(&cb);
+	Dwfl_Module *mod = dwfl ? dwfl_report_offline(dwfl, name, name, -1) : NULL;
+	Dwarf_Addr bias;
+	Dwarf *dw;
+	if (!mod || dwfl_report_end(dwfl, NULL, NULL) != 0 ||
+	    !(dw = dwfl_module_getdwarf(mod, &bias))) {
+		fprintf(stderr, "linecheck: %s: no DWARF (%s)\n", name, dwfl_errmsg(-1));
+		dwfl_end(dwfl);
+		return 2;
+	}
+	struct sp_linesecs secs;
+	if (!sp_linesecs_read(dwarf_getelf(dw), &secs)) {
+		fprintf(stderr, "linecheck: %s: no .debug_line our reader takes\n", name);
+		dwfl_end(dwfl);
+		return 2;
+	}
+	unsigned long units = 0, decoded = 0, to_libdw = 0, addrs = 0, before = differences;
+	Dwarf_Die *cu = NULL;
+	while ((cu = dwfl_module_nextcu(mod, cu, &bias))) {
+		units++;
+		check_unit(name, mod, bias, cu, &secs, &decoded, &to_libdw, &addrs);
+	}
+	printf("%s: %lu units, %lu decoded, %lu to libdw, %lu addresses, %lu differences\n", name,
+	       units, decoded, to_libdw, addrs, differences - before);
+	dwfl_end(dwfl);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int rc = 0;
+	if (argc < 2) {
+		fprintf(stderr, "usage: linecheck FILE...\n");
+		return 2;
+	}
+	for (int i = 1; i < argc; i++) {
+		int r = check_file(argv[i]);
+		if (r > rc)
+			rc = r;
+	}
+	return differences ? 1 : rc;
+}
