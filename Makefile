@@ -34,7 +34,7 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 # libdebuginfod is not linked: its header only, the library is loaded
 # the first time a file is asked of a server (libcommon/sym/debuginfod.c).
-PKGS := libdw libelf msgpack zlib nettle libzstd
+PKGS := libdw libelf msgpack zlib nettle libzstd libdeflate
 # pkg-config runs once, the first time a recipe needs its answer (so after
 # `make deps` has installed the packages, when both are goals of one run).
 PKG_ALL = $(eval PKG_ALL := $(shell pkg-config --cflags --libs $(PKGS)))$(PKG_ALL)
@@ -173,7 +173,7 @@ LIB_A := $(BUILD)/lib/libstackpulse.a
 LIB_MAP := libcommon/api/libstackpulse.map
 LIB_PC := $(BUILD)/lib/pkgconfig/stackpulse.pc
 LIB_ALL := $(LIB_SO) $(LIB_A) $(LIB_PC)
-LIB_DEPS := libdw libelf msgpack zlib nettle libzstd libunwind-generic
+LIB_DEPS := libdw libelf msgpack zlib nettle libzstd libdeflate libunwind-generic
 # A sanitized shared library leaves the sanitizer's symbols to the program.
 LIB_NO_UNDEFINED := $(if $(filter 1,$(SAN)),,-Wl,--no-undefined)
 
