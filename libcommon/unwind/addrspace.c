@@ -10,6 +10,7 @@
  * Images of objects that are no file (the vDSO) are kept by path and
  * build-id, and hung on the objects of that identity.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,7 +74,21 @@ struct sp_addrspaces {
 	struct image *images;
 	size_t nimages, allocimages;
 	struct sp_jitcfi *jit;	/* from jitdump records (jitcfi.c); NULL: none */
+	uint64_t gen;		/* see sp_addrspaces_gen() */
 };
+
+/* Generations, unique among every address spaces of the process. */
+static _Atomic uint64_t next_gen = 1;
+
+static void new_gen(struct sp_addrspaces *a)
+{
+	a->gen = atomic_fetch_add(&next_gen, 1);
+}
+
+uint64_t sp_addrspaces_gen(const struct sp_addrspaces *a)
+{
+	return a->gen;
+}
 
 static int objent_cmp(const struct sp_hashmap_entry *a, const struct sp_hashmap_entry *b,
 		      const void *keydata)
@@ -99,6 +114,7 @@ struct sp_addrspaces *sp_addrspaces_new(void)
 		return NULL;
 	sp_u64map_init(&a->procs);
 	sp_hashmap_init(&a->ids, objent_cmp);
+	new_gen(a);
 	return a;
 }
 
@@ -150,6 +166,7 @@ void sp_addrspaces_reset(struct sp_addrspaces *a, void (*free_priv)(void *))
 	free_images(a);
 	sp_jitcfi_free(a->jit);
 	a->jit = NULL;
+	new_gen(a);
 }
 
 struct sp_jitcfi *sp_addrspaces_jitcfi(struct sp_addrspaces *a)
@@ -433,6 +450,7 @@ int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 			const msgpack_object *rec)
 {
 	uint64_t pid = 0, ppid = 0, tid = 0;
+	new_gen(a);
 	sp_map_u64(rec, "pid", &pid);
 	if (pid > UINT32_MAX)
 		return 0;

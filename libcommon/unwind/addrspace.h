@@ -71,6 +71,14 @@ void sp_addrspaces_reset(struct sp_addrspaces *a, void (*free_priv)(void *));
 int sp_addrspaces_apply(struct sp_addrspaces *a, enum sp_rtype type,
 			const msgpack_object *rec);
 
+/*
+ * The address spaces' generation: a number no other address spaces of
+ * the process has had, that changes whenever a record is applied or they
+ * are reset.  What was found in them (a mapping, its object) stays valid
+ * while it is the same.
+ */
+uint64_t sp_addrspaces_gen(const struct sp_addrspaces *a);
+
 /* The mapping of pid that contains addr, or NULL. */
 const struct sp_mapping *sp_addrspaces_find(struct sp_addrspaces *a,
 					    uint32_t pid, uint64_t addr);

@@ -23,7 +23,26 @@ struct sp_unwinder {
 	uint32_t denied_pid;
 	int denied_err;
 	uint64_t last_used;		/* see sp_unwinder_copy_used() */
+	struct frame_memo *memo;	/* SP_MEMO_SLOTS of them; NULL: none */
 };
+
+/*
+ * What a frame of a module found, kept by its pc: the mapping, the
+ * module's state, the frame's module-relative address and its rule.
+ * Valid while the address spaces keep their generation (a mapping moves
+ * or goes only when a record is applied); a frame of the vDSO, whose
+ * state may change, or of JIT code is not kept.
+ */
+struct frame_memo {
+	uint64_t pc, gen, rel;
+	uint32_t pid;
+	bool retaddr;
+	const struct sp_mapping *m;
+	struct modstate *ms;
+	const struct rule *r;
+};
+
+#define SP_MEMO_SLOTS 2048	/* a power of two */
 
 /* How a rule recovers one register of the caller. */
 enum { R_UNDEF, R_SAME, R_OFFSET, R_VAL_OFFSET, R_EXPR };

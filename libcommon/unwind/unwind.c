@@ -27,6 +27,8 @@ struct sp_unwinder *sp_unwinder_new(const struct sp_unwind_options *o)
 	u->o.regs = NULL;
 	u->arch = u->regs.arch;
 	sp_u64map_init(&u->cpython);
+	/* Without it every frame is looked up: slower, not wrong. */
+	u->memo = calloc(SP_MEMO_SLOTS, sizeof(*u->memo));
 	sp_libelf_init();
 	return u;
 }
@@ -36,6 +38,7 @@ void sp_unwinder_free(struct sp_unwinder *u)
 	if (!u)
 		return;
 	sp_u64map_release(&u->cpython, NULL);
+	free(u->memo);
 	free(u->denied);
 	free(u);
 }
@@ -461,6 +464,7 @@ static inline enum sp_unwind_end walk(struct sp_unwinder *u, struct sp_addrspace
 	if (max > u->o.max_depth)
 		max = u->o.max_depth;
 	bool retaddr = false, by_record = false;
+	uint64_t gen = sp_addrspaces_gen(a);
 	for (;;) {
 		uint64_t pc = s->pc;
 		if (*n >= max)
@@ -468,18 +472,38 @@ static inline enum sp_unwind_end walk(struct sp_unwinder *u, struct sp_addrspace
 		struct sp_uframe *f = &out[(*n)++];
 		const struct sp_mapping *m;
 		struct modstate *ms;
-		int rc = sp_unwind_frame_begin(u, a, pid, pc, retaddr, len, f, &m, &ms);
-		if (rc)
-			return (enum sp_unwind_end)rc;
+		const struct rule *r = NULL;
+		int rc;
+		/*
+		 * A frame of a module at a pc met before, in the same
+		 * address spaces: what the lookups found then (the rule
+		 * cache's hit counted, as the lookup would have).
+		 */
+		struct frame_memo *fm =
+			u->memo ? &u->memo[(pc ^ pc >> 11 ^ retaddr) & (SP_MEMO_SLOTS - 1)] : NULL;
+		if (fm && fm->pc == pc && fm->gen == gen && fm->pid == pid &&
+		    fm->retaddr == retaddr && len) {
+			m = fm->m;
+			ms = fm->ms;
+			r = fm->r;
+			*f = (struct sp_uframe){ .addr = pc, .obj = m->obj, .rel = fm->rel,
+						 .flags = retaddr ? SP_FRAME_RETADDR : 0 };
+			u->st.cache_hits++;
+		} else {
+			if ((rc = sp_unwind_frame_begin(u, a, pid, pc, retaddr, len, f, &m, &ms)))
+				return (enum sp_unwind_end)rc;
+			if (ms) {
+				r = sp_unwind_rule(u, ms, f->rel - (retaddr ? 1 : 0));
+				if (fm && r && ms->state == M_OK && !m->obj->vdso)
+					*fm = (struct frame_memo){ pc, gen, f->rel, pid, retaddr, m,
+								   ms, r };
+			} else {
+				/* JIT code with a jitdump's unwinding information. */
+				r = sp_unwind_jit_rule(u, a, pid, pc - (retaddr ? 1 : 0));
+			}
+		}
 
 		bool outermost = false;
-		const struct rule *r = NULL;
-		if (ms) {
-			r = sp_unwind_rule(u, ms, f->rel - (retaddr ? 1 : 0));
-		} else {
-			/* JIT code with a jitdump's unwinding information. */
-			r = sp_unwind_jit_rule(u, a, pid, pc - (retaddr ? 1 : 0));
-		}
 		if (r && !r->none) {
 			rc = apply(arch, r, &c, s, next, &outermost);
 			if (rc)
