@@ -37,8 +37,10 @@ static unsigned rd_u8(struct rd *r)
 }
 
 /* A ULEB128 of at most 9 bytes (63 bits), read the same by anyone. */
-static uint64_t rd_uleb(struct rd *r)
+static inline uint64_t rd_uleb(struct rd *r)
 {
+	if (r->p < r->end && *r->p < 0x80)
+		return *r->p++;		/* most are one byte */
 	uint64_t v = 0;
 	for (unsigned i = 0; i < 9 && !r->bad && r->p < r->end; i++) {
 		unsigned char b = *r->p++;
@@ -310,12 +312,13 @@ struct regs {
  * Adds a row.  libdw keeps some registers in bit-fields and finds a
  * table invalid when one does not fit: such a table is libdw's.
  */
-static bool add_row(struct dec *d, const struct regs *g, bool end)
+static inline bool add_row(struct dec *d, const struct regs *g, bool end)
 {
 	if (g->line < INT32_MIN || g->line > INT32_MAX || g->column > 0xffff ||
 	    g->isa > 0xff || g->discriminator > 0xffffff || g->is_stmt > 1)
 		return false;
-	if (SP_ALLOC_GROW(d->rows, d->nrows + 1, d->alloc_rows) < 0) {
+	if (d->nrows == d->alloc_rows &&
+	    SP_ALLOC_GROW(d->rows, d->nrows + 1, d->alloc_rows) < 0) {
 		d->nomem = true;
 		return false;
 	}

@@ -13,6 +13,8 @@
 struct node {
 	uint32_t range, nranges;	/* its ranges: ranges[range...] */
 	uint32_t end;
+	bool named;		/* s is filled (the first time it is asked for) */
+	Dwarf_Die die;
 	struct sp_scope s;
 };
 
@@ -22,7 +24,13 @@ struct sp_fn_scopes {
 	struct { uint64_t lo, hi; } *ranges;
 	size_t nranges, alloc_ranges;
 	bool oom;
-	const struct sp_linetab *lt;	/* while it is read: the unit's files */
+	/*
+	 * The unit and its files: a scope is named from its DIE the first
+	 * time an address lies in it (a large function has thousands of
+	 * inlined calls, and an address needs a few).
+	 */
+	Dwarf_Die cu;
+	const struct sp_linetab *lt;
 };
 
 static const char *die_name(Dwarf_Die *die)
@@ -86,7 +94,7 @@ static bool is_scope(int tag)
 }
 
 /* Adds die with its ranges, and its scopes below it; false when it has no range. */
-static bool add_node(struct sp_fn_scopes *f, Dwarf_Die *die, Dwarf_Die *cu, int depth)
+static bool add_node(struct sp_fn_scopes *f, Dwarf_Die *die, int depth)
 {
 	size_t self = f->n, first = f->nranges;
 	Dwarf_Addr base, lo, hi;
@@ -111,12 +119,13 @@ static bool add_node(struct sp_fn_scopes *f, Dwarf_Die *die, Dwarf_Die *cu, int 
 	f->n++;
 	f->v[self].range = (uint32_t)first;
 	f->v[self].nranges = (uint32_t)(f->nranges - first);
-	sp_scope_from_die(die, cu, f->lt, &f->v[self].s);
+	f->v[self].named = false;
+	f->v[self].die = *die;
 	Dwarf_Die d;
 	if (depth + 1 < SP_SCOPES_MAX && dwarf_child(die, &d) == 0) {
 		do {
 			if (is_scope(dwarf_tag(&d)))
-				add_node(f, &d, cu, depth + 1);
+				add_node(f, &d, depth + 1);
 		} while (!f->oom && dwarf_siblingof(&d, &d) == 0);
 	}
 	f->v[self].end = (uint32_t)f->n;
@@ -129,8 +138,8 @@ struct sp_fn_scopes *sp_fn_scopes_read(Dwarf_Die *fn, Dwarf_Die *cu, const struc
 	if (!f)
 		return NULL;
 	f->lt = lt;
-	add_node(f, fn, cu, 0);
-	f->lt = NULL;
+	f->cu = *cu;
+	add_node(f, fn, 0);
 	if (f->oom || !f->n) {
 		sp_fn_scopes_free(f);
 		return NULL;
@@ -155,7 +164,7 @@ static bool holds(const struct sp_fn_scopes *f, const struct node *x, uint64_t p
 	return false;
 }
 
-int sp_fn_scopes_of(const struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *out)
+int sp_fn_scopes_of(struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *out)
 {
 	uint32_t chain[SP_SCOPES_MAX];
 	int n = 0;
@@ -166,7 +175,13 @@ int sp_fn_scopes_of(const struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *
 		else
 			i = f->v[i].end;	/* past it */
 	}
-	for (int k = 0; k < n; k++)
-		out[k] = f->v[chain[n - 1 - k]].s;
+	for (int k = 0; k < n; k++) {
+		struct node *x = &f->v[chain[n - 1 - k]];
+		if (!x->named) {
+			sp_scope_from_die(&x->die, &f->cu, f->lt, &x->s);
+			x->named = true;
+		}
+		out[k] = x->s;
+	}
 	return n;
 }

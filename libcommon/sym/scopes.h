@@ -31,9 +31,11 @@ struct sp_scope {
 struct sp_fn_scopes;
 
 /*
- * Reads the scopes of the function fn (a DW_TAG_subprogram of unit cu),
- * naming inlined calls' files from lt, the unit's line table (NULL: ask
- * libdw).  NULL when memory runs out.
+ * Reads the scopes of the function fn (a DW_TAG_subprogram of unit cu):
+ * their DIEs and ranges.  A scope is named the first time
+ * sp_fn_scopes_of() returns it, an inlined call's file from lt, the
+ * unit's line table (NULL: ask libdw), which must last as long as the
+ * scopes.  NULL when memory runs out.
  */
 struct sp_fn_scopes *sp_fn_scopes_read(Dwarf_Die *fn, Dwarf_Die *cu, const struct sp_linetab *lt);
 void sp_fn_scopes_free(struct sp_fn_scopes *f);
@@ -44,7 +46,7 @@ void sp_fn_scopes_free(struct sp_fn_scopes *f);
  * the first scope at each level whose ranges hold pc, as walking the DIEs
  * would find them.  Returns their number, at least 1.
  */
-int sp_fn_scopes_of(const struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *out);
+int sp_fn_scopes_of(struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *out);
 
 /* A DIE as a scope (for scopes found by libdw's own walk); lt as above. */
 void sp_scope_from_die(Dwarf_Die *die, Dwarf_Die *cu, const struct sp_linetab *lt,
