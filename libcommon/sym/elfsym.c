@@ -487,8 +487,13 @@ static bool deflate_section(Elf *ie, Elf_Scn *scn, struct libdeflate_decompresso
 	GElf_Chdr ch;
 	Elf_Data *raw = elf_rawdata(scn, NULL);
 	size_t head = gelf_getclass(ie) == ELFCLASS32 ? sizeof(Elf32_Chdr) : sizeof(Elf64_Chdr);
+	/*
+	 * DEFLATE expands at most about 1032 times: a header claiming more
+	 * is false, and its size is not allocated here.
+	 */
 	if (!raw || !raw->d_buf || raw->d_size < head || !gelf_getchdr(scn, &ch) ||
-	    ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > SIZE_MAX / 2)
+	    ch.ch_type != ELFCOMPRESS_ZLIB || ch.ch_size > SIZE_MAX / 2 ||
+	    ch.ch_size / 1032 > raw->d_size)
 		return false;
 	if (!*dc && !(*dc = libdeflate_alloc_decompressor()))
 		return false;
