@@ -120,10 +120,4 @@ static inline size_t sp_raw_uint_at(const unsigned char *p, const unsigned char 
 	return n + 1;
 }
 
-/* Whether a string value holds the n bytes at s. */
-static inline bool sp_rawstr_eq(const struct sp_rawval *v, const char *s, size_t n)
-{
-	return v->kind == SP_RAW_STR && v->u == n && __builtin_memcmp(v->p, s, n) == 0;
-}
-
 #endif
