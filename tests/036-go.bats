@@ -142,6 +142,29 @@ go_ratio() {
 	grep -q 'main.sum\[go.shape.float64_0\] ' "$BATS_TEST_TMPDIR/raw-names"
 }
 
+@test "a Go program whose units libdwfl cannot place: file and line of its frames from its Go table" {
+	# tests/workloads/gospin.go built outside a module: its package's
+	# unit has a list of ranges and there is no .debug_aranges, so
+	# libdwfl finds no unit for its code (eu-addr2line says ??:0).
+	local d=$BATS_TEST_TMPDIR/gospin
+	mkdir -p "$d"
+	cp "$TOP/tests/workloads/gospin.go" "$d/"
+	(cd "$d" && GO111MODULE=off GOCACHE=$BATS_FILE_TMPDIR/gocache HOME=$BATS_FILE_TMPDIR \
+		go build -o gospin gospin.go)
+	run -1 grep -q '\.debug_aranges' <(readelf -SW "$d/gospin")
+	sp-capture -q -F 999 -o "$S.raw" -- "$d/gospin" 1 > /dev/null
+	sp-unwind -o "$S.unw" "$S.raw"
+	sp-symbolize -o "$S" "$S.unw"
+	# Every frame of the program's main package: in gospin.go, at a line.
+	sp-cat -t frame "$S" | jq -c 'select(.name | startswith("main.")) | [.name, .file, .line]' \
+		> "$BATS_TEST_TMPDIR/main"
+	cat "$BATS_TEST_TMPDIR/main"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/main")" -ge 2 ]
+	run -0 jq -c 'select((.[1] // "" | endswith("/gospin.go") | not) or (.[2] // 0) <= 0)' \
+		"$BATS_TEST_TMPDIR/main"
+	[ -z "$output" ]
+}
+
 @test "a Go program without symbols or DWARF (-ldflags=-s -w) unwinds by frame pointers" {
 	local s=$BATS_FILE_TMPDIR/gowork-s
 	run -1 grep -q ' \.\(debug_frame\|eh_frame\|symtab\) ' <(readelf -SW "$s")

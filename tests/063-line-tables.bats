@@ -25,6 +25,24 @@ check() {
 	done
 }
 
+# same_positions OURS THEIRS: each line "ADDR FILE:LINE" of OURS against
+# the same line of THEIRS, "PATH:LINE[:COLUMN]" as an addr2line printed
+# it: the lines equal and PATH the file, or ending in "/" and the file
+# (sp-symbolize writes a path shorn of the build directory).  Fails on
+# any difference, or when fewer than 10 were compared.
+same_positions() {
+	paste -d' ' <(awk '{ print $2 }' "$1") "$2" |
+		awk '{
+			n = split($1, o, ":"); m = split($2, l, ":")
+			file = o[1]; path = l[1]
+			tail = substr(path, length(path) - length(file) + 1)
+			if (n != 2 || m < 2 || o[2] != l[2] ||
+			    !(path == file || (tail == file && substr(path, length(path) - length(file), 1) == "/"))) {
+				bad++; print "differs: " $0
+			}
+		} END { print NR " compared"; exit bad > 0 || NR < 10 }'
+}
+
 setup() {
 	R=$BATS_TEST_TMPDIR/rec.sps
 	S=$BATS_TEST_TMPDIR/sym.sps
@@ -129,16 +147,34 @@ EOF
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/ours")" -ge 20 ]
 	awk '{ printf "0x%x\n", $1 }' "$BATS_TEST_TMPDIR/ours" |
 		eu-addr2line -e "$lib" > "$BATS_TEST_TMPDIR/libdw"
-	# eu-addr2line prints the path libdw made, then line and column;
-	# sp-symbolize writes the path shorn of the build directory.
-	paste -d' ' <(awk '{ print $2 }' "$BATS_TEST_TMPDIR/ours") "$BATS_TEST_TMPDIR/libdw" |
-		awk '{
-			n = split($1, o, ":"); m = split($2, l, ":")
-			file = o[1]; path = l[1]
-			tail = substr(path, length(path) - length(file) + 1)
-			if (n != 2 || m < 2 || o[2] != l[2] ||
-			    !(path == file || (tail == file && substr(path, length(path) - length(file), 1) == "/"))) {
-				bad++; print "differs: " $0
-			}
-		} END { print NR " compared"; exit bad > 0 || NR < 20 }'
+	same_positions "$BATS_TEST_TMPDIR/ours" "$BATS_TEST_TMPDIR/libdw"
+}
+
+@test "clang's program without .debug_aranges: units found by their ranges, lines as binutils' addr2line gives them" {
+	local c=$BATS_FILE_TMPDIR/cspin
+	clang -O2 -g -o "$c" "$TOP/tests/workloads/spin.c" -lpthread -lm
+	# clang writes no .debug_aranges, by which libdwfl finds a unit.
+	run -1 grep -q '\.debug_aranges' <(readelf -SW "$c")
+	sp-capture -q -F 999 -o "$R" -- "$c" -t 1 -r 1 > /dev/null
+	sp-unwind -o "$R.u" "$R"
+	sp-symbolize -o "$S" "$R.u"
+	sp-cat -t module "$S" | jq -r --arg p "$c" 'select(.path == $p) | .id' > "$BATS_TEST_TMPDIR/ids"
+	[ -s "$BATS_TEST_TMPDIR/ids" ]
+	# The program's frames with a line: the address looked up and its
+	# own position (the innermost inline frame's when there are some).
+	sp-cat -t frame "$S" | jq -r --slurpfile ids "$BATS_TEST_TMPDIR/ids" '
+		select(.module as $m | $ids | index($m)) |
+		(if .inline then .inline[0] else . end) as $p |
+		select(($p.line // 0) > 0) |
+		"\(.rel - (((.flags // 0) / 4 | floor) % 2)) \($p.file):\($p.line)"' |
+		sort -u > "$BATS_TEST_TMPDIR/ours"
+	echo "$(wc -l < "$BATS_TEST_TMPDIR/ours") addresses with a line"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/ours")" -ge 10 ]
+	grep -q 'tests/workloads/spin\.c:[0-9]' "$BATS_TEST_TMPDIR/ours"
+	# Inline frames too (spin's workers inline its small functions).
+	[ "$(sp-cat -t frame "$S" | jq -s --slurpfile ids "$BATS_TEST_TMPDIR/ids" \
+		'[.[] | select(.module as $m | $ids | index($m)) | select(.inline)] | length')" -gt 0 ]
+	awk '{ printf "0x%x\n", $1 }' "$BATS_TEST_TMPDIR/ours" | addr2line -e "$c" |
+		sed 's/ (discriminator [0-9]*)$//' > "$BATS_TEST_TMPDIR/binutils"
+	same_positions "$BATS_TEST_TMPDIR/ours" "$BATS_TEST_TMPDIR/binutils"
 }

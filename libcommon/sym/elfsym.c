@@ -73,6 +73,15 @@ struct sp_elfsym {
 	struct sp_u64map cu_lines;	/* CU offset -> its struct cu_lines, or &no_lines */
 	struct sp_linesecs secs;
 	bool secs_tried;
+	/*
+	 * Units by the address ranges their DIEs give, for a module whose
+	 * units libdwfl cannot find by address (no .debug_aranges: clang's
+	 * default); made the first time it cannot.
+	 */
+	struct unit_range { uint64_t lo, hi; Dwarf_Off off; } *units;
+	size_t nunits, alloc_units;
+	bool units_made;
+	Dwarf_Die unit;		/* the unit found last */
 	/* Every string a result points to: names demangled, the rest as they are. */
 	struct sp_strpool names, texts;
 };
@@ -446,6 +455,7 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	sp_u64map_release(&e->fn_scopes, fn_scopes_free);
 	sp_u64map_release(&e->linetabs, cu_lines_free);
 	sp_u64map_release(&e->cu_lines, NULL);
+	free(e->units);
 	sp_strpool_release(&e->names);
 	sp_strpool_release(&e->texts);
 	free(e->debuginfo_path);
@@ -816,6 +826,54 @@ static const struct sp_linetab *cu_linetab(struct sp_elfsym *e, Dwarf_Die *cu)
 	return c && c != &no_lines ? &c->t : NULL;
 }
 
+static int unit_range_cmp(const void *a, const void *b)
+{
+	const struct unit_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * The compile unit holding pc (a DWARF address) by its DIE's ranges,
+ * for an address libdwfl finds in no unit: it looks units up by
+ * .debug_aranges, which clang does not write unless asked.  NULL when
+ * no unit's range holds pc.
+ */
+static Dwarf_Die *unit_by_ranges(struct sp_elfsym *e, uint64_t pc)
+{
+	if (!e->units_made) {
+		e->units_made = true;
+		Dwarf_CU *cu = NULL;
+		Dwarf_Half version;
+		uint8_t type;
+		Dwarf_Die die, sub;
+		while (dwarf_get_units(e->dw, cu, &cu, &version, &type, &die, &sub) == 0) {
+			if (type != DW_UT_compile && type != DW_UT_skeleton)
+				continue;
+			Dwarf_Addr base, lo, hi;
+			ptrdiff_t off = 0;
+			while ((off = dwarf_ranges(&die, off, &base, &lo, &hi)) > 0) {
+				if (hi <= lo)
+					continue;
+				if (SP_ALLOC_GROW(e->units, e->nunits + 1, e->alloc_units) < 0) {
+					e->nunits = 0;
+					return NULL;
+				}
+				e->units[e->nunits++] = (struct unit_range){ lo, hi,
+									     dwarf_dieoffset(&die) };
+			}
+		}
+		if (e->nunits)
+			qsort(e->units, e->nunits, sizeof(*e->units), unit_range_cmp);
+	}
+	/* The last range starting at or below pc, or one of the few before it. */
+	size_t k = SP_PARTITION_POINT(e->nunits, i, e->units[i].lo <= pc);
+	for (size_t back = 0; k > 0 && pc >= e->units[k - 1].hi && back < 8; back++)
+		k--;
+	if (k == 0 || pc >= e->units[k - 1].hi || !dwarf_offdie(e->dw, e->units[k - 1].off, &e->unit))
+		return NULL;
+	return &e->unit;
+}
+
 /* The scopes of the function whose DIE is at off, read once. */
 static struct sp_fn_scopes *function_scopes(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Off off)
 {
@@ -926,6 +984,14 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 	int line = 0;
 	Dwarf_Addr bias;
 	Dwarf_Die *cu = dwfl_module_addrdie(e->mod, addr, &bias);
+	if (!cu && in_go) {
+		/* Go writes no .debug_aranges either: its own table, as stripped. */
+		from_go_table(e, addr, r);
+		name_function_start(e, addr, in_fde, fstart, r);
+		return;
+	}
+	if (!cu && (cu = unit_by_ranges(e, addr - e->bias)))
+		bias = e->bias;
 	const struct sp_linetab *lt = cu && e->o.lines ? cu_linetab(e, cu) : NULL;
 	Dwfl_Line *dl;
 	if (lt)
