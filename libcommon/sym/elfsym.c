@@ -834,14 +834,17 @@ static int unit_range_cmp(const void *a, const void *b)
 
 /*
  * The compile unit holding pc (a DWARF address) by its DIE's ranges,
- * for an address libdwfl finds in no unit: it looks units up by
- * .debug_aranges, which clang does not write unless asked.  NULL when
- * no unit's range holds pc.
+ * in a module without .debug_aranges, by which libdwfl finds units
+ * (clang does not write it unless asked).  NULL when no unit's range
+ * holds pc, or the module has .debug_aranges.
  */
 static Dwarf_Die *unit_by_ranges(struct sp_elfsym *e, uint64_t pc)
 {
 	if (!e->units_made) {
 		e->units_made = true;
+		/* A module with .debug_aranges: libdwfl's answer stands. */
+		if (elf_has_section(dwarf_getelf(e->dw), 0, ".debug_aranges"))
+			return NULL;
 		Dwarf_CU *cu = NULL;
 		Dwarf_Half version;
 		uint8_t type;
