@@ -25,6 +25,18 @@ check() {
 	done
 }
 
+# positions STREAM IDS: "ADDR FILE:LINE" of each frame of the modules
+# whose ids are in the file IDS that has a line: the address looked up
+# (a return address less one) and its own position, which is the
+# innermost inline frame's when there are inline frames; sorted, once each.
+positions() {
+	sp-cat -t frame "$1" | jq -r --slurpfile ids "$2" '
+		select(.module as $m | $ids | index($m)) |
+		(if .inline then .inline[0] else . end) as $p |
+		select(($p.line // 0) > 0) |
+		"\(.rel - (((.flags // 0) / 4 | floor) % 2)) \($p.file):\($p.line)"' | sort -u
+}
+
 # same_positions OURS THEIRS: each line "ADDR FILE:LINE" of OURS against
 # the same line of THEIRS, "PATH:LINE[:COLUMN]" as an addr2line printed
 # it: the lines equal and PATH the file, or ending in "/" and the file
@@ -131,18 +143,11 @@ EOF
 	sp-capture -q -F 999 -o "$R" -- "$py" -X perf "$TOP/tests/workloads/pywork.py" 1
 	sp-unwind -o "$R.u" "$R"
 	sp-symbolize -o "$S" "$R.u"
-	# The library's module ids, then its frames: the address looked up
-	# (a return address less one) and its own position, which is the
-	# innermost inline frame's when there are inline frames.
+	# The library's module ids, then its frames' positions.
 	sp-cat -t module "$S" | jq -r --arg base "${lib##*/}" '
 		select(.path | endswith("/" + $base)) | .id' > "$BATS_TEST_TMPDIR/ids"
 	[ -s "$BATS_TEST_TMPDIR/ids" ]
-	sp-cat -t frame "$S" | jq -r --slurpfile ids "$BATS_TEST_TMPDIR/ids" '
-		select(.module as $m | $ids | index($m)) |
-		(if .inline then .inline[0] else . end) as $p |
-		select(($p.line // 0) > 0) |
-		"\(.rel - (((.flags // 0) / 4 | floor) % 2)) \($p.file):\($p.line)"' |
-		sort -u > "$BATS_TEST_TMPDIR/ours"
+	positions "$S" "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/ours"
 	echo "$(wc -l < "$BATS_TEST_TMPDIR/ours") addresses"
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/ours")" -ge 20 ]
 	awk '{ printf "0x%x\n", $1 }' "$BATS_TEST_TMPDIR/ours" |
@@ -160,14 +165,7 @@ EOF
 	sp-symbolize -o "$S" "$R.u"
 	sp-cat -t module "$S" | jq -r --arg p "$c" 'select(.path == $p) | .id' > "$BATS_TEST_TMPDIR/ids"
 	[ -s "$BATS_TEST_TMPDIR/ids" ]
-	# The program's frames with a line: the address looked up and its
-	# own position (the innermost inline frame's when there are some).
-	sp-cat -t frame "$S" | jq -r --slurpfile ids "$BATS_TEST_TMPDIR/ids" '
-		select(.module as $m | $ids | index($m)) |
-		(if .inline then .inline[0] else . end) as $p |
-		select(($p.line // 0) > 0) |
-		"\(.rel - (((.flags // 0) / 4 | floor) % 2)) \($p.file):\($p.line)"' |
-		sort -u > "$BATS_TEST_TMPDIR/ours"
+	positions "$S" "$BATS_TEST_TMPDIR/ids" > "$BATS_TEST_TMPDIR/ours"
 	echo "$(wc -l < "$BATS_TEST_TMPDIR/ours") addresses with a line"
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/ours")" -ge 10 ]
 	grep -q 'tests/workloads/spin\.c:[0-9]' "$BATS_TEST_TMPDIR/ours"
