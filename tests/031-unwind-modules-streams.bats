@@ -127,8 +127,7 @@ build_id() {
 
 @test "bad input: a truncated raw stream is unwound up to the cut, then reported" {
 	sp-capture -q -o "$R" -- "$WORKLOADS/spin" 0.3
-	size=$(stat -c %s "$R")
-	head -c $((size * 2 / 3)) "$R" > "$BATS_TEST_TMPDIR/cut.sps"
+	cut_inside "$R" 2 3 > "$BATS_TEST_TMPDIR/cut.sps"
 	run --separate-stderr sp-unwind -o "$U" "$BATS_TEST_TMPDIR/cut.sps"
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"byte offset "*", record "*"stream ends inside a record"* ]]

@@ -61,8 +61,7 @@ PY
 	/usr/bin/python3 "$READER" --count "$REF.raw" > "$T/py.count"
 	sp-cat "$REF.raw" | jq -r .t | sort | uniq -c | awk '{ print $2, $1 }' > "$T/cat.count"
 	cmp "$T/py.count" "$T/cat.count"
-	size=$(stat -c %s "$REF.raw")
-	head -c $((size / 2)) "$REF.raw" > "$T/cut.sps"
+	cut_inside "$REF.raw" 1 2 > "$T/cut.sps"
 	run -1 --separate-stderr sp-cat "$T/cut.sps"
 	where=$(printf '%s\n' "$stderr" | grep -o 'byte offset [0-9]*, record [0-9]*')
 	[ -n "$where" ]

@@ -96,9 +96,7 @@ same_for_jobs() {
 }
 
 @test "a stream cut short: -j 2 writes what -j 1 does, says the same, and exits 1" {
-	local size
-	size=$(stat -c %s "$D/spin.raw")
-	head -c $((size * 2 / 3)) "$D/spin.raw" > "$D/cut.raw"
+	cut_inside "$D/spin.raw" 2 3 > "$D/cut.raw"
 	run -1 sp-unwind -j 1 -o "$D/c1.unw" "$D/cut.raw"
 	local msg1=$output
 	run -1 sp-unwind -j 2 -o "$D/c2.unw" "$D/cut.raw"

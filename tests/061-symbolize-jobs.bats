@@ -197,9 +197,7 @@ PY
 
 @test "a stream cut short: -j 2 writes what -j 1 does, says the same, and exits 1" {
 	many_addresses "$T/many.unw"
-	local size
-	size=$(stat -c %s "$T/many.unw")
-	head -c $((size * 2 / 3)) "$T/many.unw" > "$T/cut.unw"
+	cut_inside "$T/many.unw" 2 3 > "$T/cut.unw"
 	run -1 sp-symbolize -j 1 "$T/cut.unw"
 	local out1=$output
 	run -1 sp-symbolize -j 2 -o "$T/c2.sym" "$T/cut.unw"

@@ -133,8 +133,7 @@ spin_functions() {
 	mkdir -p "$d"
 	printf 'PERFILE2\x68\0\0\0\0\0\0\0' > "$d/perf.data"
 	head -c 4096 "$TOP/tests/094-random.bin" > "$d/random.bin"
-	size=$(stat -c %s "$REC.raw")
-	head -c $((size / 2)) "$REC.raw" > "$d/cut.sps"
+	cut_inside "$REC.raw" 1 2 > "$d/cut.sps"
 	run -0 "$SP_BUILD/tests/api-snapshot-misuse" "$d" "$REC.raw" "$BATS_TEST_TMPDIR/m.sps" \
 		"$WORKLOADS/spin" 1
 	echo "$output"

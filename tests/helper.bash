@@ -165,3 +165,24 @@ only_files() {
 	[ $# -eq 0 ] || want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
 	[ "$(ls -A "$D" | sort | tr '\n' ' ')" = "$want" ]
 }
+
+# cut_inside FILE NUM DEN: the first NUM/DEN of FILE's bytes, or a byte
+# fewer when a record ends just there, so that the cut falls inside a
+# record (a stream cut where a record ends is whole, only without its
+# summary, and is reported so).
+cut_inside() {
+	local n
+	n=$(/usr/bin/python3 - "$@" <<'PY'
+import msgpack, sys
+data = open(sys.argv[1], "rb").read()
+cut = len(data) * int(sys.argv[2]) // int(sys.argv[3])
+u = msgpack.Unpacker(raw=True, strict_map_key=False, max_buffer_size=len(data) + 1)
+u.feed(data)
+ends = set()
+for _ in u:
+	ends.add(u.tell())
+print(cut - 1 if cut in ends else cut)
+PY
+) || return 1
+	head -c "$n" "$1"
+}
