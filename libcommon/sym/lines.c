@@ -493,9 +493,8 @@ static bool sort_rows(struct dec *d)
 		if (runs == 1)
 			break;
 	}
-	if (a != d->rows) {
+	if (a != d->rows)
 		memcpy(d->rows, a, n * sizeof(*a));
-	}
 	free(tmp);
 	return true;
 }
