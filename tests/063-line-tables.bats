@@ -4,8 +4,10 @@
 # decoder (libcommon/sym/lines.c) and must find what libdw finds.  The
 # driver $SP_BUILD/tests/linecheck (tests/lib/linecheck.c) decodes every
 # unit of a file both ways and compares the rows, the file names and the
-# position of each row's address and the bytes around it; it prints
-# "FILE: U units, D decoded, L to libdw, A addresses, N differences".
+# position of each row's address and the bytes around it, and the unit
+# sym/aranges.c finds by .debug_aranges for those addresses and the ends
+# of its ranges with libdwfl's; it prints "FILE: U units, D decoded, L to
+# libdw, A addresses, R by aranges, N differences".
 # tests/unit/lines.c covers the tables the decoder leaves to libdw.
 
 load helper
@@ -19,9 +21,19 @@ check() {
 	[ "${#lines[@]}" -eq $# ]
 	local l
 	for l in "${lines[@]}"; do
-		[[ $l =~ ([0-9]+)\ units,\ ([0-9]+)\ decoded,\ 0\ to\ libdw,\ [0-9]+\ addresses,\ 0\ differences$ ]]
+		[[ $l =~ ([0-9]+)\ units,\ ([0-9]+)\ decoded,\ 0\ to\ libdw,\ [0-9]+\ addresses,\ [0-9]+\ by\ aranges,\ 0\ differences$ ]]
 		[ "${BASH_REMATCH[1]}" -gt 0 ]
 		[ "${BASH_REMATCH[2]}" -eq "${BASH_REMATCH[1]}" ]
+	done
+}
+
+# by_aranges: in each line of check's output, the units of addresses were
+# found by our .debug_aranges reader too (gcc writes the section).
+by_aranges() {
+	local l
+	for l in "${lines[@]}"; do
+		[[ $l =~ \ ([0-9]+)\ by\ aranges, ]]
+		[ "${BASH_REMATCH[1]}" -gt 100 ]
 	done
 }
 
@@ -85,6 +97,7 @@ EOF
 		g++ -O2 -g -gdwarf-$v -o "$BATS_FILE_TMPDIR/g$v" "$BATS_FILE_TMPDIR/t.cpp"
 	done
 	check "$BATS_FILE_TMPDIR"/g[2345]
+	by_aranges
 	# The addresses were looked up too (g++ writes .debug_aranges).
 	run -0 "$LINECHECK" "$BATS_FILE_TMPDIR/g5"
 	[[ $output =~ \ ([0-9]+)\ addresses ]]
@@ -111,6 +124,7 @@ EOF
 	local dbg=/usr/lib/debug/.build-id/${libc:0:2}/${libc:2}.debug
 	[ -f "$dbg" ]	# libc6-dbg, from make test-deps
 	check "$dbg"
+	by_aranges
 	local py
 	py=$(python312)
 	local lib

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sym/aranges.h"
 #include "sym/debuglink.h"
 #include "sym/elfsym.h"
 #include "sym/lines.h"
@@ -81,6 +82,14 @@ struct sp_elfsym {
 	struct unit_range { uint64_t lo, hi; Dwarf_Off off; } *units;
 	size_t nunits, alloc_units;
 	bool units_made;
+	/*
+	 * Units by .debug_aranges, read by our reader (aranges.h) the first
+	 * time an address is looked up; libdwfl's search where aranges_rc
+	 * says ours would not find the same.
+	 */
+	struct sp_aranges aranges;
+	int aranges_rc;
+	bool aranges_made;
 	Dwarf_Die unit;		/* the unit found last */
 	/* Every string a result points to: names demangled, the rest as they are. */
 	struct sp_strpool names, texts;
@@ -456,6 +465,7 @@ void sp_elfsym_free(struct sp_elfsym *e)
 	sp_u64map_release(&e->linetabs, cu_lines_free);
 	sp_u64map_release(&e->cu_lines, NULL);
 	free(e->units);
+	sp_aranges_free(&e->aranges);
 	sp_strpool_release(&e->names);
 	sp_strpool_release(&e->texts);
 	free(e->debuginfo_path);
@@ -877,6 +887,26 @@ static Dwarf_Die *unit_by_ranges(struct sp_elfsym *e, uint64_t pc)
 	return &e->unit;
 }
 
+/*
+ * The unit holding addr, as dwfl_module_addrdie() finds it, with *bias:
+ * by our reading of .debug_aranges (aranges.h), else by libdwfl's.
+ */
+static Dwarf_Die *unit_of(struct sp_elfsym *e, Dwarf_Addr addr, Dwarf_Addr *bias)
+{
+	if (!e->aranges_made) {
+		e->aranges_made = true;
+		e->aranges_rc = line_sections(e) ? sp_aranges_read(&e->aranges, e->dw, &e->secs)
+						 : SP_ARANGES_ASK_LIBDW;
+	}
+	if (e->aranges_rc != SP_ARANGES_OK)
+		return dwfl_module_addrdie(e->mod, addr, bias);
+	uint64_t die;
+	*bias = e->bias;
+	if (!sp_aranges_find(&e->aranges, addr - e->bias, &die))
+		return NULL;
+	return dwarf_offdie(e->dw, die, &e->unit);
+}
+
 /* The scopes of the function whose DIE is at off, read once. */
 static struct sp_fn_scopes *function_scopes(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Off off)
 {
@@ -986,7 +1016,7 @@ static void resolve(struct sp_elfsym *e, uint64_t addr, struct sp_symres *r)
 	const char *file = NULL;
 	int line = 0;
 	Dwarf_Addr bias;
-	Dwarf_Die *cu = dwfl_module_addrdie(e->mod, addr, &bias);
+	Dwarf_Die *cu = unit_of(e, addr, &bias);
 	if (!cu && in_go) {
 		/* Go writes no .debug_aranges either: its own table, as stripped. */
 		from_go_table(e, addr, r);

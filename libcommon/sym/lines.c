@@ -651,6 +651,22 @@ bool sp_linesecs_read(Elf *elf, struct sp_linesecs *out)
 			continue;
 		const unsigned char **p;
 		size_t *len;
+		Elf_Data *d;
+		/* The units' sections: read when they can be, never a reason to refuse. */
+		if (strcmp(name, ".debug_aranges") == 0 || strcmp(name, ".debug_info") == 0) {
+			bool info = name[7] == 'i';
+			s.has_aranges |= !info;
+			if (sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED) ||
+			    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+				continue;
+			if (info) {
+				s.info_len = d->d_size;
+			} else {
+				s.aranges = d->d_buf;
+				s.aranges_len = d->d_size;
+			}
+			continue;
+		}
 		if (strcmp(name, ".debug_line") == 0) {
 			p = &s.line;
 			len = &s.line_len;
@@ -663,7 +679,6 @@ bool sp_linesecs_read(Elf *elf, struct sp_linesecs *out)
 		} else {
 			continue;
 		}
-		Elf_Data *d;
 		if (sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED) ||
 		    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
 			return false;

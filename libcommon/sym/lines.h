@@ -37,7 +37,7 @@ struct sp_linetab {
 	char *names;			/* the files' names made from a directory and a name */
 };
 
-/* The sections a table's strings may come from (NULL, 0: absent). */
+/* The sections a table and its strings may come from (NULL, 0: absent). */
 struct sp_linesecs {
 	const unsigned char *line;
 	size_t line_len;
@@ -45,6 +45,11 @@ struct sp_linesecs {
 	size_t line_str_len;
 	const unsigned char *str;	/* .debug_str */
 	size_t str_len;
+	/* Not the tables': the units' address ranges and the units (aranges.h). */
+	const unsigned char *aranges;	/* .debug_aranges */
+	size_t aranges_len;
+	size_t info_len;		/* .debug_info's size */
+	bool has_aranges;		/* the section exists, readable or not */
 };
 
 /*

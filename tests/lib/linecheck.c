@@ -13,9 +13,13 @@
  *   - for each row's address, one byte before and one after, the
  *     position dwfl_module_getsrc() and dwfl_lineinfo() give, with
  *     sp_linetab_find(), where libdwfl finds the address in this unit.
+ * And the unit sym/aranges.c finds by .debug_aranges, with the unit
+ * dwfl_module_addrdie() finds, at each row's address and the bytes
+ * around it, and at both ends of every run of ranges.
  * Prints per file "FILE: U units, D decoded, L to libdw, A addresses,
- * N differences" and the first differences; exits 0, 1 on a
- * difference, 2 when a file cannot be read.
+ * R by aranges, N differences" (R: addresses whose unit our aranges
+ * reader found; 0 when it leaves the file to libdwfl) and the first
+ * differences; exits 0, 1 on a difference, 2 when a file cannot be read.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -24,9 +28,21 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sym/aranges.h"
 #include "sym/lines.h"
+#include "util/alloc.h"
 
 static unsigned long differences;
+
+/* The row addresses of a file's units, probed again by check_aranges(). */
+static uint64_t *probes;
+static size_t nprobes, alloc_probes;
+
+static void probe(uint64_t addr)
+{
+	if (SP_ALLOC_GROW(probes, nprobes + 1, alloc_probes) == 0)
+		probes[nprobes++] = addr;
+}
 
 static bool same(const char *a, const char *b)
 {
@@ -114,6 +130,7 @@ static void check_unit(const char *name, Dwfl_Module *mod, Dwarf_Addr bias, Dwar
 				       dwarf_filesrc(files, i, NULL, NULL), 0);
 	}
 	for (size_t i = 0; i < t.nrows; i++) {
+		probe(t.rows[i].addr);
 		for (int d = -1; d <= 1; d++) {
 			uint64_t at = t.rows[i].addr + (uint64_t)(int64_t)d;
 			bool found, ours;
@@ -129,6 +146,43 @@ static void check_unit(const char *name, Dwfl_Module *mod, Dwarf_Addr bias, Dwar
 		}
 	}
 	sp_linetab_free(&t);
+}
+
+/*
+ * The unit of every probe, of both ends of every run and of the end of
+ * the last range, ours against libdwfl's; returns the addresses compared.
+ */
+static unsigned long check_aranges(const char *name, Dwfl_Module *mod, Dwarf *dw,
+				   Dwarf_Addr bias, const struct sp_linesecs *secs)
+{
+	struct sp_aranges a;
+	unsigned long n = 0;
+	if (sp_aranges_read(&a, dw, secs) != SP_ARANGES_OK)
+		return 0;
+	for (size_t i = 0; i < a.nruns; i++) {
+		probe(a.runs[i].lo);
+		probe(a.runs[i].lo - 1);
+		if (i + 1 < a.nruns)
+			probe(a.runs[i + 1].lo - 1);
+	}
+	probe(a.last_end);
+	probe(a.last_end + 1);
+	for (size_t i = 0; i < nprobes; i++) {
+		for (int d = -1; d <= 1; d++) {
+			uint64_t at = probes[i] + (uint64_t)(int64_t)d, die = 0;
+			Dwarf_Addr b;
+			Dwarf_Die *cu = dwfl_module_addrdie(mod, at + bias, &b);
+			bool ours = sp_aranges_find(&a, at, &die);
+			n++;
+			if (ours != (cu != NULL) || (cu && (die != dwarf_dieoffset(cu) || b != bias)))
+				differ(name, cu ? dwarf_dieoffset(cu) : 0, "unit of address", at,
+				       ours ? "found" : "(not found)", (long)die,
+				       cu ? "found" : "(not found)",
+				       cu ? (long)dwarf_dieoffset(cu) : 0);
+		}
+	}
+	sp_aranges_free(&a);
+	return n;
 }
 
 static int check_file(const char *name)
@@ -162,8 +216,11 @@ static int check_file(const char *name)
 		units++;
 		check_unit(name, mod, bias, cu, &secs, &decoded, &to_libdw, &addrs);
 	}
-	printf("%s: %lu units, %lu decoded, %lu to libdw, %lu addresses, %lu differences\n", name,
-	       units, decoded, to_libdw, addrs, differences - before);
+	unsigned long ranged = check_aranges(name, mod, dw, bias, &secs);
+	nprobes = 0;
+	printf("%s: %lu units, %lu decoded, %lu to libdw, %lu addresses, %lu by aranges, "
+	       "%lu differences\n",
+	       name, units, decoded, to_libdw, addrs, ranged, differences - before);
 	dwfl_end(dwfl);
 	return 0;
 }
