@@ -5,7 +5,8 @@
 # recordings: two threads spinning, many short processes, a process that
 # execs itself again and again (its maps replaced each time), Node's JIT
 # code with a jitdump, frame-pointer callchains, concatenated segments,
-# a perf.data through sp-import and a stream cut short.  --stats of
+# a perf.data through sp-import, a stream cut short, and a deep stack
+# whose frames -j 1 takes from each thread's previous walk.  --stats of
 # sp-unwind and sp-symbolize names the throughput and the jobs; a live
 # pipe flows with -j 2; -j 1 starts no thread; bad -j values are refused.
 
@@ -45,6 +46,28 @@ same_for_jobs() {
 	same_for_jobs "$D/spin.raw"
 	# The counters of the unwind record are among the bytes compared: real ones.
 	[ "$(sp-cat -t unwind "$D/j4.unw" | jq '.cache_hits > 0 and .cache_misses > 0 and .modules_opened > 0')" = true ]
+}
+
+@test "-j 1 takes frames from each thread's previous walk, and writes what -j 2 walks frame by frame" {
+	# A deep stack that stays: the frames above the leaf are the same in every sample.
+	sp-capture -q -F 999 -o "$D/deep.raw" -- "$WORKLOADS/deep" -d 200 1
+	same_for_jobs "$D/deep.raw"
+	run -0 sp-unwind --stats -o /dev/null "$D/deep.raw"
+	echo "$output"
+	local taken pct
+	taken=$(sed -n "s/^sp-unwind: \([0-9]*\) frames (\([0-9]*\)\.[0-9]%) taken from their thread's previous walk$/\1 \2/p" <<< "$output")
+	read -r taken pct <<< "$taken"
+	[ "$taken" -gt 1000 ]
+	[ "$pct" -ge 50 ]
+	# The stacks reach main through the 200 frames of deep_recurse.
+	[ "$(sp-cat -t stack "$D/j1.unw" | jq '.frames | length' | sort -n | tail -n 1)" -gt 200 ]
+	# With -j 2 the workers take none: the figure says so.
+	run -0 sp-unwind -j 2 --stats -o /dev/null "$D/deep.raw"
+	[[ $output != *"taken from"* ]]
+	# Two threads spinning take some too, and their stream is the same (above).
+	run -0 sp-unwind --stats -o /dev/null "$D/spin.raw"
+	[[ $output =~ :\ ([0-9]+)\ frames\ \([0-9.]+%\)\ taken ]]
+	[ "${BASH_REMATCH[1]}" -gt 0 ]
 }
 
 @test "-j 1, 2 and 4 write the same stream: forty short processes" {
@@ -119,7 +142,7 @@ same_for_jobs() {
 	n=$(sp-cat -t sample "$D/s.unw" | wc -l)
 	[[ "$stderr" =~ ^sp-unwind:\ $n\ samples,\ [0-9]+\ frames\ in\ [0-9.]+\ s:\ [0-9]+\ samples/s,\ [0-9]+\ frames/s,\ 2\ jobs$ ]]
 	run -0 --separate-stderr sp-unwind -j 1 --stats -o "$D/s.unw" "$D/spin.raw"
-	[[ "$stderr" =~ ,\ 1\ job$'\n'sp-unwind:\ at\ most\ [0-9]+\ threads\'\ stack\ copies\ kept$ ]]
+	[[ "$stderr" =~ ,\ 1\ job$'\n'sp-unwind:\ at\ most\ [0-9]+\ threads\'\ stack\ copies\ kept$'\n'sp-unwind:\ [0-9]+\ frames\ \([0-9]+\.[0-9]%\)\ taken\ from\ their\ thread\'s\ previous\ walk$ ]]
 }
 
 @test "a live pipe with -j 2 yields samples while the recording goes on" {

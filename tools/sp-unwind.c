@@ -191,9 +191,14 @@ static void print_stats(const struct sp_unwind_stage *stage, double seconds, uns
 		"%.0f frames/s, %u job%s\n", sp_progname, (unsigned long long)samples,
 		(unsigned long long)frames, seconds, (double)samples / seconds,
 		(double)frames / seconds, jobs, jobs == 1 ? "" : "s");
-	if (jobs == 1)
+	if (jobs == 1) {
 		fprintf(stderr, "%s: at most %zu threads' stack copies kept\n", sp_progname,
 			sp_unwind_stage_copies_peak(stage));
+		uint64_t taken = sp_unwind_stage_frames_taken(stage);
+		fprintf(stderr, "%s: %llu frames (%.1f%%) taken from their thread's previous walk\n",
+			sp_progname, (unsigned long long)taken,
+			frames ? 100.0 * (double)taken / (double)frames : 0.0);
+	}
 }
 
 int main(int argc, char **argv)

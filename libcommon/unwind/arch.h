@@ -21,6 +21,8 @@
 #include "util/error.h"
 
 #define SP_ARCH_MAX_REGS 32	/* DWARF columns a backend tracks, at most */
+/* Columns of the smaller backends (x86_64's 17): a copy of them is inlined. */
+#define SP_ARCH_FEW_REGS 17
 #define SP_ARCH_MAX_NAMES 40	/* sampled registers a backend reads, at most */
 
 /* The sampled registers of one frame, as the engine keeps them. */

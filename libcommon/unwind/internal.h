@@ -24,6 +24,7 @@ struct sp_unwinder {
 	int denied_err;
 	uint64_t last_used;		/* see sp_unwinder_copy_used() */
 	struct frame_memo *memo;	/* SP_MEMO_SLOTS of them; NULL: none */
+	struct sp_walk_memo *spare;	/* sp_unwind_thread()'s memo for the next walk */
 };
 
 /*
@@ -106,11 +107,14 @@ struct stackcopy {
 	const unsigned char *stack;
 	uint64_t base, len;
 	bool full;
+	uint64_t *low;		/* lowered to each address read, when not NULL */
 };
 
 /* Reads 8 bytes of the copy; returns 0 or the end reason. */
 static inline int sp_stack_read8(const struct stackcopy *c, uint64_t addr, uint64_t *v)
 {
+	if (c->low && addr < *c->low)
+		*c->low = addr;
 	if (addr < c->base)
 		return SP_END_BAD_CFA;
 	if (addr - c->base > c->len || c->len - (addr - c->base) < 8)

@@ -62,6 +62,8 @@ struct sp_unwind_stage {
 	bool bad_sample;		/* a sample's bytes were not a map */
 
 	struct sp_ustack_cache copies;	/* the last full stack copy of each thread */
+	/* tid -> struct sp_walk_memo: the walk of that copy (sp_unwind_thread()). */
+	struct sp_u64map walks;
 
 	/* Interned stacks: frames in one arena, a map of struct ostack. */
 	struct sp_stack_frame *arena;
@@ -78,13 +80,20 @@ struct sp_unwind_stage {
 	uint64_t ends[SP_END_COUNT];
 	uint64_t max_depth_full;	/* max_depth ends of copies that filled their window */
 	uint64_t total_samples, total_frames;	/* of every segment */
+	uint64_t taken;			/* frames taken from earlier walks, earlier segments */
 	struct sp_copy_used used;	/* what complete stacks needed of their copies */
 };
+
+static void free_walk(void *wm)
+{
+	sp_walk_memo_free(wm);
+}
 
 static void reset_segment(struct sp_unwind_stage *s)
 {
 	sp_addrspaces_reset(s->as, sp_unwinder_free_object);
 	sp_ustack_cache_release(&s->copies);
+	sp_u64map_release(&s->walks, free_walk);
 	s->narena = s->nstacks = 0;
 	sp_hashmap_release(&s->stacks, free_stack);
 	sp_hashmap_init(&s->stacks, stack_cmp);
@@ -135,6 +144,7 @@ void sp_unwind_stage_free(struct sp_unwind_stage *s)
 		sp_addrspaces_free(s->as, sp_unwinder_free_object);
 	sp_unwinder_free(s->u);
 	sp_ustack_cache_release(&s->copies);
+	sp_u64map_release(&s->walks, free_walk);
 	free(s->arena);
 	sp_hashmap_release(&s->stacks, free_stack);
 	free(s->uframes);
@@ -233,18 +243,30 @@ static size_t kernel_frames(struct sp_unwind_stage *s, const struct sp_raw_sampl
 	return n;
 }
 
-/* Kernel frames, then the user frames; returns how many are in s->frames. */
+/*
+ * Kernel frames, then the user frames; returns how many are in s->frames.
+ * A copy walked by this stage's own unwinder is walked with its thread's
+ * memo (sp_unwind_thread()): shared is how many of its last bytes are
+ * those of the thread's previous copy.  The memo of a copy not walked so
+ * is dropped, as it no longer holds the walk of the thread's last copy.
+ */
 static size_t unwind_frames(struct sp_unwind_stage *s, const struct sp_raw_sample *m, uint64_t pid,
-			    const unsigned char *copy, size_t len, bool full)
+			    uint64_t tid, const unsigned char *copy, size_t len, bool full,
+			    uint64_t shared)
 {
+	struct sp_walk_memo *wm = sp_u64map_get(&s->walks, tid);
+	bool walked = false;
 	unsigned max_depth = s->uo.max_depth;
 	size_t n = kernel_frames(s, m);
 	uint64_t abi = 0;
 	sp_rs_u64(m, RK_ABI, &abi);
 	uint64_t nregs = sp_rs_count(m, RK_REGS), nuc = sp_rs_count(m, RK_UCHAIN);
 	bool stack_copy = abi && m->v[RK_REGS].kind == SP_RAW_ARRAY && nregs >= s->regs.need;
-	if (!stack_copy && !nuc)
+	if (!stack_copy && !nuc) {
+		if (wm)
+			sp_walk_memo_free(sp_u64map_remove(&s->walks, tid));
 		return n;
+	}
 	uint64_t r[256];
 	size_t nr = 0, nu = 0;
 	enum sp_unwind_end end;
@@ -260,11 +282,18 @@ static size_t unwind_frames(struct sp_unwind_stage *s, const struct sp_raw_sampl
 		goto frames;
 	}
 	nr = sp_rawarr_u64(&m->v[RK_REGS], r, 256);
-	end = s->lu ?
-		s->engine->unwind(s->lu, s->as, (uint32_t)pid, r, nr, copy, len, full,
-			   s->uframes, max_depth, &nu) :
-		sp_unwind(s->u, s->as, (uint32_t)pid, r, nr, copy, len, full,
-			  s->uframes, max_depth, &nu);
+	if (s->lu) {
+		end = s->engine->unwind(s->lu, s->as, (uint32_t)pid, r, nr, copy, len, full,
+					s->uframes, max_depth, &nu);
+	} else {
+		struct sp_walk_memo *was = wm;
+		end = sp_unwind_thread(s->u, s->as, (uint32_t)pid, r, nr, copy, len, full, shared,
+				       &wm, s->uframes, max_depth, &nu);
+		/* A memo is only a shortcut: one that cannot be kept costs time. */
+		walked = wm == was || sp_u64map_put(&s->walks, tid, wm) == 0;
+		if (!walked)
+			sp_walk_memo_free(wm);
+	}
 	if ((!s->lu || s->engine->copy_used) && (end == SP_END_COMPLETE || end == SP_END_TRUNCATED))
 		sp_copy_used_add(&s->used, end == SP_END_COMPLETE,
 				 s->lu ? s->engine->copy_used(s->lu) : sp_unwinder_copy_used(s->u));
@@ -280,6 +309,8 @@ frames:
 	}
 	if (end != SP_END_COMPLETE)
 		s->frames[n++] = (struct sp_stack_frame){ 0, UINT64_MAX, (uint64_t)end, SP_FRAME_MARKER };
+	if (!walked && wm)
+		sp_walk_memo_free(sp_u64map_remove(&s->walks, tid));
 	return n;
 }
 
@@ -310,7 +341,7 @@ static void unwind_sample(struct sp_unwind_stage *s, const struct sp_record *rec
 	}
 	if (rc == SP_USTACK_BAD_SHARE)
 		s->bad_copies++;
-	size_t n = unwind_frames(s, &rs, pid, copy, len, full);
+	size_t n = unwind_frames(s, &rs, pid, tid, copy, len, full, rc == SP_USTACK_OK ? shared : 0);
 	s->frames_out += n;
 	s->total_samples++;
 	s->total_frames += n;
@@ -388,6 +419,11 @@ static int begin_segment(struct sp_unwind_stage *s, const struct sp_record *rec,
 	if (s->lu)
 		s->engine->free(s->lu);
 	s->lu = NULL;
+	if (s->u) {
+		struct sp_unwind_stats us;
+		sp_unwinder_stats(s->u, &us);
+		s->taken += us.frames_taken;
+	}
 	sp_unwinder_free(s->u);
 	s->uo.this_host = sp_header_same_boot(rec->map);
 	s->uo.regs = &s->regs;
@@ -425,8 +461,12 @@ int sp_unwind_stage_record(struct sp_unwind_stage *s, const struct sp_record *re
 	}
 	case SP_R_PROCESS: case SP_R_MAP: case SP_R_FORK: case SP_R_EXEC: case SP_R_EXIT:
 	case SP_R_IMAGE: case SP_R_JITDUMP:
-		if (rec->type == SP_R_EXIT)
+		if (rec->type == SP_R_EXIT) {
+			uint64_t tid;
 			sp_ustack_note_exit(&s->copies, rec->map);
+			if (sp_map_u64(rec->map, "tid", &tid))
+				sp_walk_memo_free(sp_u64map_remove(&s->walks, tid));
+		}
 		if (sp_addrspaces_apply(s->as, rec->type, rec->map) < 0)
 			s->oom = true;
 		sp_writer_raw(s->w, rec->raw, rec->raw_len);
@@ -468,6 +508,13 @@ void sp_unwind_stage_totals(const struct sp_unwind_stage *s, uint64_t *samples, 
 size_t sp_unwind_stage_copies_peak(const struct sp_unwind_stage *s)
 {
 	return s->copies.peak;
+}
+
+uint64_t sp_unwind_stage_frames_taken(const struct sp_unwind_stage *s)
+{
+	struct sp_unwind_stats us;
+	sp_unwinder_stats(s->u, &us);
+	return s->taken + us.frames_taken;
 }
 
 const struct sp_copy_used *sp_unwind_stage_copy_used(const struct sp_unwind_stage *s)

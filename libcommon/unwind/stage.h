@@ -140,6 +140,13 @@ void sp_unwind_stage_totals(const struct sp_unwind_stage *s, uint64_t *samples, 
 size_t sp_unwind_stage_copies_peak(const struct sp_unwind_stage *s);
 
 /*
+ * The frames of every segment so far taken from a thread's previous walk
+ * (sp_unwind_thread()); 0 for the stage of sp_unwind_par_stage(), whose
+ * workers walk every frame.
+ */
+uint64_t sp_unwind_stage_frames_taken(const struct sp_unwind_stage *s);
+
+/*
  * A module file the unwinder was denied (sp_unwinder_denied()), once
  * per stage: the tool says how to grant it.  NULL when none.
  */

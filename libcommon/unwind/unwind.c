@@ -10,6 +10,7 @@
 
 #include "unwind/gopclntab.h"
 #include "unwind/internal.h"
+#include "util/alloc.h"
 #include "util/buildid.h"
 
 struct sp_unwinder *sp_unwinder_new(const struct sp_unwind_options *o)
@@ -39,6 +40,7 @@ void sp_unwinder_free(struct sp_unwinder *u)
 		return;
 	sp_u64map_release(&u->cpython, NULL);
 	free(u->memo);
+	sp_walk_memo_free(u->spare);
 	free(u->denied);
 	free(u);
 }
@@ -71,11 +73,13 @@ const struct sp_unwind_arch *sp_unwinder_arch(const struct sp_unwinder *u)
 
 /*
  * Applies a rule to the registers s of a frame: the caller's into next.
- * Returns 0 or an end reason.
+ * Returns 0 or an end reason.  The columns of R_OFFSET registers whose
+ * slot lies below the stack pointer, whose value then depends on s's,
+ * are added to *kept.
  */
-static inline int apply(const struct sp_unwind_arch *arch, const struct rule *r,
-		 const struct stackcopy *c, const struct sp_arch_regs *s,
-		 struct sp_arch_regs *next, bool *outermost)
+static inline __attribute__((always_inline)) int
+apply(const struct sp_unwind_arch *arch, const struct rule *r, const struct stackcopy *c,
+      const struct sp_arch_regs *s, struct sp_arch_regs *next, bool *outermost, uint32_t *kept)
 {
 	uint64_t cfa;
 	bool isv;
@@ -94,9 +98,14 @@ static inline int apply(const struct sp_unwind_arch *arch, const struct rule *r,
 	 * Registers the callee kept hold the same values: all of them are
 	 * copied (a column not valid holds nothing anyone reads).
 	 */
-	memcpy(next->reg, s->reg, sizeof(next->reg));
+	if (arch->nregs <= SP_ARCH_FEW_REGS)
+		memcpy(next->reg, s->reg, SP_ARCH_FEW_REGS * sizeof(*next->reg));
+	else
+		memcpy(next->reg, s->reg, sizeof(next->reg));
 	uint32_t valid = s->valid & r->same;
 	*outermost = r->kind[arch->ra] == R_UNDEF;
+	/* Where the callee's stack pointer is known, slots below it were popped. */
+	uint64_t sp = s->valid & (1u << arch->sp) ? s->reg[arch->sp] : 0;
 	for (unsigned i = 0; i < r->nmoved; i++) {
 		unsigned reg = r->moved[i];
 		uint64_t v;
@@ -110,11 +119,12 @@ static inline int apply(const struct sp_unwind_arch *arch, const struct rule *r,
 			 * _dl_lookup_symbol_x sampled between its pops lost
 			 * rbp so, and its caller's CFA with it.)
 			 */
-			if (cfa + (uint64_t)r->off[reg] < s->reg[arch->sp] &&
-			    (s->valid & (1u << arch->sp)) && (s->valid & (1u << reg)) &&
-			    reg != arch->ra) {
-				v = s->reg[reg];
-				break;
+			if (cfa + (uint64_t)r->off[reg] < sp) {
+				*kept |= 1u << reg;
+				if ((s->valid & (1u << reg)) && reg != arch->ra) {
+					v = s->reg[reg];
+					break;
+				}
 			}
 			if ((rc = sp_stack_read8(c, cfa + (uint64_t)r->off[reg], &v)) != 0) {
 				if (reg == arch->ra)
@@ -196,7 +206,8 @@ static bool cfi_continues(struct sp_unwinder *u, struct sp_addrspaces *a, uint32
 	if (!r || r->none)
 		return false;
 	s->pc = pc;
-	if (apply(arch, r, c, s, &next, &outermost) != 0)
+	uint32_t kept = 0;
+	if (apply(arch, r, c, s, &next, &outermost, &kept) != 0)
 		return false;
 	if (outermost)
 		return true;
@@ -433,6 +444,50 @@ static int nocfi_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t p
 }
 
 /*
+ * One step of a walk, as a thread's memo keeps it: the registers it began
+ * with, what it read and added to the counters, and its frame.
+ */
+struct walk_step {
+	uint64_t reg[SP_ARCH_FEW_REGS];
+	uint64_t pc;
+	uint64_t low;		/* the lowest stack address it read */
+	uint32_t valid;
+	uint32_t lookups, fp, scan;	/* rule lookups, frame-pointer and scan steps */
+	bool retaddr;
+	const struct rule *r;	/* the rule it applied, or NULL */
+	uint32_t kept;		/* R_OFFSET columns it took from the registers (apply()) */
+	/* The columns whose values (and validity) the rest of the walk depends on. */
+	uint32_t need;
+	/* The lowest address the rest of the walk read; 0 when a step of it was not pure. */
+	uint64_t tail_low;
+	/*
+	 * Stepped by the CFI of a module's file, or ended by the mappings:
+	 * nothing but the registers, the stack it read, the files and the
+	 * address spaces decided it.  A step by frame pointer or scan, by a
+	 * DWARF expression, in JIT code or the vDSO (whose image and rules
+	 * may come later) is not.
+	 */
+	bool pure;
+	struct sp_uframe f;
+};
+
+struct sp_walk_memo {
+	struct walk_step *v;	/* the steps of frames first to first + n - 1 */
+	size_t first, n, alloc;
+	size_t from;		/* the first step whose tail is pure: none before can be taken */
+	bool ok;		/* the walk's last steps, taken from since */
+	bool open;		/* v[n - 1] is still being stepped */
+	bool full;
+	uint32_t pid;
+	uint64_t gen;		/* the address spaces' generation */
+	uint64_t end;		/* the copy's end: its last shared byte's successor */
+	uint64_t last_sp;	/* what complete() was given */
+	enum sp_unwind_end why;
+	uint64_t lookups0, fp0, scan0;	/* the counters as the open step began */
+	uint64_t low;		/* the open step's lowest read */
+};
+
+/*
  * A walk that reached the thread's entry, where the last frame stepped
  * left the stack pointer at sp: what it needed of the copy goes to *hi.
  * Each step reads below its caller's stack pointer (a step by CFI reads
@@ -442,33 +497,178 @@ static int nocfi_step(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t p
  * so the last one bounds every read.  Noted once a walk, not at each
  * read, to keep the walk as fast.
  */
-static inline enum sp_unwind_end complete(const struct stackcopy *c, uint64_t sp, uint64_t *hi)
+static inline enum sp_unwind_end complete(const struct stackcopy *c, uint64_t sp, uint64_t *hi,
+					 struct sp_walk_memo *rec)
 {
+	if (rec)
+		rec->last_sp = sp;
 	uint64_t d = sp - c->base;
 	*hi = sp < c->base ? 0 : d < c->len ? d : c->len;
 	return SP_END_COMPLETE;
 }
 
-/* sp_unwind()'s walk; a complete one sets *hi (complete()). */
-static inline enum sp_unwind_end walk(struct sp_unwinder *u, struct sp_addrspaces *a,
-				      uint32_t pid, const uint64_t *regs, size_t nregs,
-				      const unsigned char *stack, size_t len, bool full,
-				      struct sp_uframe *out, size_t max, size_t *n, uint64_t *hi)
+void sp_walk_memo_free(struct sp_walk_memo *wm)
+{
+	if (wm)
+		free(wm->v);
+	free(wm);
+}
+
+/* Closes the open step of rec, whose frame is f. */
+static void close_step(struct sp_unwinder *u, struct sp_walk_memo *rec, const struct sp_uframe *f)
+{
+	struct walk_step *st = &rec->v[rec->n - 1];
+	st->f = *f;
+	st->low = rec->low;
+	st->lookups = (uint32_t)(u->st.cache_hits + u->st.cache_misses - rec->lookups0);
+	st->fp = (uint32_t)(u->st.fp_frames - rec->fp0);
+	st->scan = (uint32_t)(u->st.scan_frames - rec->scan0);
+	rec->open = false;
+}
+
+/*
+ * Opens the step of frame k in rec at registers s (the first kept sets
+ * rec->first); false when memory runs out.
+ */
+static bool open_step(struct sp_unwinder *u, struct sp_walk_memo *rec, const struct sp_uframe *out,
+		      size_t k, const struct sp_arch_regs *s, bool retaddr)
+{
+	if (rec->open)
+		close_step(u, rec, &out[k - 1]);
+	if (!rec->n)
+		rec->first = k;
+	if (SP_ALLOC_GROW(rec->v, rec->n + 1, rec->alloc) < 0)
+		return false;
+	struct walk_step *st = &rec->v[rec->n++];
+	memcpy(st->reg, s->reg, sizeof(st->reg));
+	st->pc = s->pc;
+	st->valid = s->valid;
+	st->retaddr = retaddr;
+	st->pure = false;
+	st->r = NULL;
+	st->kept = 0;
+	rec->open = true;
+	rec->lookups0 = u->st.cache_hits + u->st.cache_misses;
+	rec->fp0 = u->st.fp_frames;
+	rec->scan0 = u->st.scan_frames;
+	rec->low = UINT64_MAX;
+	return true;
+}
+
+/*
+ * Takes the rest of the walk from prev when a step of it began where
+ * this walk stands (registers s, frame *n), at the same stack pointer,
+ * and it and every later one were pure and read only bytes at or above
+ * lo, the first byte shared with prev's copy.  *pj: the first of prev's
+ * steps not below this stack pointer, kept from frame to frame.
+ */
+static bool splice(struct sp_unwinder *u, const struct sp_walk_memo *prev, size_t *pj,
+		   const struct sp_arch_regs *s, bool retaddr, uint64_t lo,
+		   struct sp_walk_memo *rec, const struct stackcopy *c, struct sp_uframe *out,
+		   size_t max, size_t *n, uint64_t *hi, enum sp_unwind_end *why)
+{
+	unsigned spc = u->arch->sp;
+	uint64_t sp = s->reg[spc];
+	size_t j = *pj;
+	while (j < prev->n && prev->v[j].reg[spc] < sp)
+		j++;
+	*pj = j;
+	for (; j < prev->n && prev->v[j].reg[spc] == sp; j++) {
+		const struct walk_step *p = &prev->v[j];
+		if (p->pc != s->pc || p->retaddr != retaddr || ((p->valid ^ s->valid) & p->need))
+			continue;
+		bool same = true;
+		for (uint32_t m = s->valid & p->need; m && same; m &= m - 1)
+			same = p->reg[__builtin_ctz(m)] == s->reg[__builtin_ctz(m)];
+		if (!same)
+			continue;
+		if (p->tail_low < lo || *n + (prev->n - j) > max)
+			return false;
+		if (rec && rec->open)
+			close_step(u, rec, &out[*n - 1]);
+		if (rec && !rec->n)
+			rec->first = *n;
+		if (rec && SP_ALLOC_GROW(rec->v, rec->n + (prev->n - j), rec->alloc) < 0) {
+			rec->ok = false;
+			rec = NULL;
+		}
+		for (size_t k = j; k < prev->n; k++) {
+			const struct walk_step *q = &prev->v[k];
+			/* Every lookup the step made is cached now: each a hit. */
+			u->st.cache_hits += q->lookups;
+			u->st.fp_frames += q->fp;
+			u->st.scan_frames += q->scan;
+			if (rec)
+				rec->v[rec->n++] = *q;
+			out[(*n)++] = q->f;
+		}
+		u->st.frames_taken += prev->n - j;
+		*why = prev->why;
+		if (prev->why == SP_END_COMPLETE)
+			complete(c, prev->last_sp, hi, rec);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * sp_unwind()'s walk; a complete one sets *hi (complete()).  With rec,
+ * each step is kept in it; with prev, a thread's previous walk, whose
+ * copy shares the bytes from lo to the end of this one's, its steps may
+ * be taken (splice()).
+ */
+static inline __attribute__((always_inline)) enum sp_unwind_end
+walk(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid, const uint64_t *regs,
+     size_t nregs, const unsigned char *stack, size_t len, bool full, struct sp_uframe *out,
+     size_t max, size_t *n, uint64_t *hi, struct sp_walk_memo *rec,
+     const struct sp_walk_memo *prev, uint64_t shared)
 {
 	const struct sp_unwind_arch *arch = u->arch;
 	struct sp_arch_regs frames[2], *s = &frames[0], *next = &frames[1];
 	*n = 0;
 	if (sp_unwind_regmap_load(&u->regs, regs, nregs, s) < 0)
 		return SP_END_BAD_CFA;
-	struct stackcopy c = { stack, s->reg[arch->sp], len, full };
+	struct stackcopy c = { stack, s->reg[arch->sp], len, full, NULL };
 	if (max > u->o.max_depth)
 		max = u->o.max_depth;
 	bool retaddr = false, by_record = false;
 	uint64_t gen = sp_addrspaces_gen(a);
+	/* The copy's bytes from lo on are those of prev's copy, at the same addresses. */
+	uint64_t lo = c.base + len - shared;
+	size_t pj = prev ? prev->from : 0;
+	if (rec) {
+		rec->gen = gen;
+		rec->end = c.base + len;
+	}
+	if (prev && !(prev->ok && prev->from < prev->n && shared && shared <= len &&
+		      prev->pid == pid && prev->gen == gen && prev->full == full &&
+		      prev->end == c.base + len))
+		prev = NULL;
 	for (;;) {
 		uint64_t pc = s->pc;
 		if (*n >= max)
 			return SP_END_MAX_DEPTH;
+		if (prev && s->reg[arch->sp] >= lo && (s->valid & (1u << arch->sp))) {
+			enum sp_unwind_end why;
+			if (splice(u, prev, &pj, s, retaddr, lo, rec, &c, out, max, n, hi, &why))
+				return why;
+		}
+		/*
+		 * The steps kept: those from where this copy's shared bytes
+		 * begin (where the next sample of the thread is likely to
+		 * share from too), or every one when it shares none.
+		 */
+		struct walk_step *st = NULL;
+		if (rec && (rec->n || !shared || s->reg[arch->sp] >= lo)) {
+			if (open_step(u, rec, out, *n, s, retaddr)) {
+				st = &rec->v[rec->n - 1];
+				c.low = &rec->low;	/* what the kept steps read */
+			} else {
+				rec->ok = false;
+				rec = NULL;
+				c.low = NULL;
+			}
+		}
 		struct sp_uframe *f = &out[(*n)++];
 		const struct sp_mapping *m;
 		struct modstate *ms;
@@ -489,11 +689,19 @@ static inline enum sp_unwind_end walk(struct sp_unwinder *u, struct sp_addrspace
 			*f = (struct sp_uframe){ .addr = pc, .obj = m->obj, .rel = fm->rel,
 						 .flags = retaddr ? SP_FRAME_RETADDR : 0 };
 			u->st.cache_hits++;
+			if (st)
+				st->pure = r && !r->none && r->cfa_simple && !r->expr;
 		} else {
-			if ((rc = sp_unwind_frame_begin(u, a, pid, pc, retaddr, len, f, &m, &ms)))
+			if ((rc = sp_unwind_frame_begin(u, a, pid, pc, retaddr, len, f, &m, &ms))) {
+				if (st)
+					st->pure = !m || !m->obj->vdso;
 				return (enum sp_unwind_end)rc;
+			}
 			if (ms) {
 				r = sp_unwind_rule(u, ms, f->rel - (retaddr ? 1 : 0));
+				if (st)
+					st->pure = r && !r->none && r->cfa_simple && !r->expr &&
+						   ms->state == M_OK && !m->obj->vdso;
 				if (fm && r && ms->state == M_OK && !m->obj->vdso)
 					*fm = (struct frame_memo){ pc, gen, f->rel, pid, retaddr, m,
 								   ms, r };
@@ -505,16 +713,21 @@ static inline enum sp_unwind_end walk(struct sp_unwinder *u, struct sp_addrspace
 
 		bool outermost = false;
 		if (r && !r->none) {
-			rc = apply(arch, r, &c, s, next, &outermost);
+			uint32_t kept = 0;
+			rc = apply(arch, r, &c, s, next, &outermost, &kept);
+			if (st) {
+				st->r = r;
+				st->kept = kept;
+			}
 			if (rc)
 				return (enum sp_unwind_end)rc;
 			if (outermost)
-				return complete(&c, next->reg[arch->sp], hi);
+				return complete(&c, next->reg[arch->sp], hi, rec);
 			retaddr = !r->signal;
 			by_record = false;
 		} else {
 			if (ms && at_entry(ms, f->rel - (retaddr ? 1 : 0)))
-				return complete(&c, s->reg[arch->sp], hi);
+				return complete(&c, s->reg[arch->sp], hi, rec);
 			if (!u->o.fp_fallback)
 				return SP_END_NO_CFI;
 			/*
@@ -524,10 +737,10 @@ static inline enum sp_unwind_end walk(struct sp_unwinder *u, struct sp_addrspace
 			 * frame it returned to is the entry.
 			 */
 			if (by_record && s->reg[arch->fp] == 0 && (s->valid & (1u << arch->fp)))
-				return complete(&c, s->reg[arch->sp], hi);
+				return complete(&c, s->reg[arch->sp], hi, rec);
 			/* Where Go's tracebacks end: a goroutine's or thread's first frame. */
 			if (ms && (go_frame(ms, f->rel - (retaddr ? 1 : 0)) & GO_TOP))
-				return complete(&c, s->reg[arch->sp], hi);
+				return complete(&c, s->reg[arch->sp], hi, rec);
 			/* The registers are exact only in the innermost frame. */
 			rc = !retaddr && ms ? go_leaf_step(u, ms, f->rel, &c, s, next) : -1;
 			if (rc > 0)
@@ -540,7 +753,7 @@ static inline enum sp_unwind_end walk(struct sp_unwinder *u, struct sp_addrspace
 		}
 		next->pc = next->reg[arch->ra] & arch->ra_mask;
 		if (!(next->valid & (1u << arch->ra)) || next->pc == 0)
-			return complete(&c, next->reg[arch->sp], hi);
+			return complete(&c, next->reg[arch->sp], hi, rec);
 		/* The stack grows down: a caller's frame lies above. */
 		if (next->reg[arch->sp] <= s->reg[arch->sp] && !(r && r->signal) &&
 		    !(arch->call_keeps_sp && next->reg[arch->sp] == s->reg[arch->sp] &&
@@ -558,8 +771,76 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			     struct sp_uframe *out, size_t max, size_t *n)
 {
 	uint64_t hi = 0;
-	enum sp_unwind_end end = walk(u, a, pid, regs, nregs, stack, len, full, out, max, n, &hi);
+	enum sp_unwind_end end = walk(u, a, pid, regs, nregs, stack, len, full, out, max, n, &hi,
+				      NULL, NULL, 0);
 	u->last_used = hi;
+	return end;
+}
+
+/*
+ * The columns each step of rec depends on, from the last back (and the
+ * lowest address the steps from it on read, tail_low): those
+ * its rule reads (the CFA's register, the stack pointer, the registers
+ * apply() kept) and those the steps after it depend on that its rule
+ * passes on unchanged (R_SAME), with the return address, which makes
+ * the next frame's pc.  After the last step, the return address and stack
+ * pointer it leaves decide how the walk ends.
+ */
+static void find_needs(const struct sp_unwind_arch *arch, struct sp_walk_memo *rec)
+{
+	uint32_t after = 1u << arch->ra | 1u << arch->sp;
+	uint64_t low = UINT64_MAX;
+	rec->from = rec->n;
+	for (size_t k = rec->n; k-- > 0;) {
+		struct walk_step *st = &rec->v[k];
+		low = st->pure && st->low < low ? st->low : st->pure ? low : 0;
+		st->tail_low = low;
+		const struct rule *r = st->r;
+		uint32_t need = 1u << arch->sp;
+		if (r) {
+			need |= 1u << r->cfa_reg | st->kept | (after & r->same);
+		} else if (st->pure) {
+			need = 0;	/* ended where the mappings say: by its pc alone */
+		}
+		st->need = need;
+		if (low)
+			rec->from = k;
+		/* The step before leaves this frame's pc in the return-address column. */
+		after = need | 1u << arch->ra;
+	}
+}
+
+enum sp_unwind_end sp_unwind_thread(struct sp_unwinder *u, struct sp_addrspaces *a,
+				    uint32_t pid, const uint64_t *regs, size_t nregs,
+				    const unsigned char *stack, size_t len, bool full,
+				    uint64_t shared, struct sp_walk_memo **wm,
+				    struct sp_uframe *out, size_t max, size_t *n)
+{
+	/* The walk is kept in the spare memo, which then becomes the thread's. */
+	if (u->arch->nregs > SP_ARCH_FEW_REGS ||
+	    (!u->spare && !(u->spare = calloc(1, sizeof(*u->spare)))) ||
+	    (!*wm && !(*wm = calloc(1, sizeof(**wm)))))
+		return sp_unwind(u, a, pid, regs, nregs, stack, len, full, out, max, n);
+	struct sp_walk_memo *rec = u->spare;
+	rec->n = 0;
+	rec->ok = true;
+	rec->open = false;
+	rec->pid = pid;
+	rec->full = full;
+	uint64_t hi = 0;
+	enum sp_unwind_end end = walk(u, a, pid, regs, nregs, stack, len, full, out, max, n, &hi,
+				      rec, *wm, shared);
+	u->last_used = hi;
+	if (rec->open)
+		close_step(u, rec, &out[*n - 1]);
+	rec->why = end;
+	rec->ok = rec->ok && end != SP_END_MAX_DEPTH && (!rec->n || rec->first + rec->n == *n);
+	if (rec->ok)
+		find_needs(u->arch, rec);
+	/* The thread's memo keeps its address (a map holds it): contents swapped. */
+	struct sp_walk_memo t = **wm;
+	**wm = *rec;
+	*rec = t;
 	return end;
 }
 

@@ -44,6 +44,8 @@ struct sp_uframe {
 struct sp_unwind_stats {
 	uint64_t cache_hits, cache_misses, fp_frames, scan_frames;
 	uint64_t modules_opened, modules_missing, modules_mismatched;
+	/* Frames sp_unwind_thread() took from a thread's previous walk (not in the stream). */
+	uint64_t frames_taken;
 };
 
 struct sp_unwinder;
@@ -78,6 +80,32 @@ enum sp_unwind_end sp_unwind(struct sp_unwinder *u, struct sp_addrspaces *a,
 			     uint32_t pid, const uint64_t *regs, size_t nregs,
 			     const unsigned char *stack, size_t len, bool full,
 			     struct sp_uframe *out, size_t max, size_t *n);
+
+/*
+ * A thread's last walk, kept by sp_unwind_thread() so that the thread's
+ * next sample can take the frames above the first point where nothing
+ * the walk depends on has changed since.  Free with sp_walk_memo_free().
+ */
+struct sp_walk_memo;
+void sp_walk_memo_free(struct sp_walk_memo *wm);
+
+/*
+ * sp_unwind() for a sample of one thread: shared is how many bytes at the
+ * end of the copy are those of the thread's previous copy (the sample's
+ * "ustack_shared", 0 when none or when they could not be had), and *wm
+ * the thread's memo (NULL the first time: made here, NULL again when
+ * memory runs out).  A frame whose registers equal those of a frame of
+ * the previous walk at the same stack pointer, when the previous walk
+ * went on from there by CFI alone, reading only shared bytes, in address
+ * spaces unchanged since, has the previous walk's frames and end above
+ * it.  Frames, end, the unwinder's counters and sp_unwinder_copy_used()
+ * are what sp_unwind() gives.
+ */
+enum sp_unwind_end sp_unwind_thread(struct sp_unwinder *u, struct sp_addrspaces *a,
+				    uint32_t pid, const uint64_t *regs, size_t nregs,
+				    const unsigned char *stack, size_t len, bool full,
+				    uint64_t shared, struct sp_walk_memo **wm,
+				    struct sp_uframe *out, size_t max, size_t *n);
 
 /*
  * How many bytes of its stack copy the last sp_unwind() needed, when it
