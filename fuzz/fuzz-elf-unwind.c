@@ -31,7 +31,9 @@
  * It checks that each unwind stores at least the interrupted
  * instruction and at most the frame limit, ends for a known reason, gives
  * each frame the module-relative address sp_unwind_rel() gives, and
- * that unwinding again from the rule cache gives the same frames; that
+ * that unwinding again from the rule cache gives the same frames, and
+ * so do a thread's two walks by sp_unwind_thread(), the second taking
+ * what it may from the first, with the same counters; that
  * sp_build_id_fd() answers the same twice within its bounds; and that
  * no descriptor is left open.  Any broken invariant calls abort().
  * Nothing is printed on success and everything is freed.
@@ -196,20 +198,28 @@ int dwarf_cfi_addrframe(Dwarf_CFI *cache, Dwarf_Addr address, Dwarf_Frame **fram
 struct result {
 	enum sp_unwind_end end;
 	size_t n;
+	uint64_t used;		/* sp_unwinder_copy_used() */
 	struct sp_uframe f[MAX_FRAMES];
 };
 
+/*
+ * One unwind, by sp_unwind(), or with wm by sp_unwind_thread() for a
+ * copy whose last shared bytes are those of the thread's previous one.
+ */
 static void unwind(struct sp_unwinder *u, struct sp_addrspaces *a, uint64_t ip,
 		   uint64_t bp, const unsigned char *stack, size_t len, bool full,
-		   struct result *res)
+		   struct sp_walk_memo **wm, uint64_t shared, struct result *res)
 {
 	/* perf's order: ax bx cx dx si di bp sp ip r8-r15. */
 	uint64_t regs[17] = { 0x1111, 0x2222, 0x3333, 0x4444, 0x5555, 0x6666, bp, SP, ip,
 			      8, 9, 10, 11, 12, 13, 14, 15 };
 
 	memset(res, 0, sizeof(*res));
-	res->end = sp_unwind(u, a, PID, regs, 17, stack, len, full, res->f, MAX_FRAMES,
-			     &res->n);
+	res->end = wm ? sp_unwind_thread(u, a, PID, regs, 17, stack, len, full, shared, wm,
+					 res->f, MAX_FRAMES, &res->n) :
+			sp_unwind(u, a, PID, regs, 17, stack, len, full, res->f, MAX_FRAMES,
+				  &res->n);
+	res->used = sp_unwinder_copy_used(u);
 	check(res->end < SP_END_COUNT);
 	check(sp_unwind_end_name(res->end) && sp_unwind_end_description(res->end));
 	check(res->n >= 1 && res->n <= MAX_FRAMES);
@@ -233,7 +243,7 @@ static void unwind(struct sp_unwinder *u, struct sp_addrspaces *a, uint64_t ip,
 
 static bool same(const struct result *x, const struct result *y)
 {
-	if (x->end != y->end || x->n != y->n)
+	if (x->end != y->end || x->n != y->n || x->used != y->used)
 		return false;
 	for (size_t i = 0; i < x->n; i++)
 		if (x->f[i].addr != y->f[i].addr || x->f[i].obj != y->f[i].obj ||
@@ -307,13 +317,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sp_unwinder *u = sp_unwinder_new(&o);
 	check(u != NULL);
 
-	struct result *r = malloc(3 * sizeof(*r));
+	struct result *r = malloc(5 * sizeof(*r));
 	check(r != NULL);
-	unwind(u, a, ip1, bp, stack, slen, full, &r[0]);
-	unwind(u, a, ip2, bp, stack, slen, !full, &r[1]);
+	unwind(u, a, ip1, bp, stack, slen, full, NULL, 0, &r[0]);
+	unwind(u, a, ip2, bp, stack, slen, !full, NULL, 0, &r[1]);
 	/* Again, from the rule cache: the same frames. */
-	unwind(u, a, ip1, bp, stack, slen, full, &r[2]);
+	unwind(u, a, ip1, bp, stack, slen, full, NULL, 0, &r[2]);
 	check(same(&r[0], &r[2]));
+	/*
+	 * A thread's walks: the first keeps its steps; the second, whose copy
+	 * shares every byte with the first's, may take them.  Both give the
+	 * frames sp_unwind() gave and move the counters as a walk from the
+	 * rule cache does.
+	 */
+	struct sp_walk_memo *wm = NULL;
+	struct sp_unwind_stats s0, s1, s2;
+	sp_unwinder_stats(u, &s0);
+	unwind(u, a, ip1, bp, stack, slen, full, &wm, 0, &r[3]);
+	check(same(&r[0], &r[3]));
+	sp_unwinder_stats(u, &s1);
+	unwind(u, a, ip1, bp, stack, slen, full, &wm, slen, &r[4]);
+	check(same(&r[0], &r[4]));
+	sp_unwinder_stats(u, &s2);
+	check(s2.cache_hits - s1.cache_hits == s1.cache_hits - s0.cache_hits);
+	check(s2.cache_misses == s1.cache_misses && s1.cache_misses == s0.cache_misses);
+	check(s2.fp_frames - s1.fp_frames == s1.fp_frames - s0.fp_frames);
+	check(s2.scan_frames - s1.scan_frames == s1.scan_frames - s0.scan_frames);
+	sp_walk_memo_free(wm);
 
 	struct sp_unwind_stats st;
 	sp_unwinder_stats(u, &st);

@@ -798,7 +798,10 @@ static void find_needs(const struct sp_unwind_arch *arch, struct sp_walk_memo *r
 		const struct rule *r = st->r;
 		uint32_t need = 1u << arch->sp;
 		if (r) {
-			need |= 1u << r->cfa_reg | st->kept | (after & r->same);
+			/* A CFA register past the columns ends any walk alike (SP_END_BAD_CFA). */
+			if (r->cfa_reg < arch->nregs)
+				need |= 1u << r->cfa_reg;
+			need |= st->kept | (after & r->same);
 		} else if (st->pure) {
 			need = 0;	/* ended where the mappings say: by its pc alone */
 		}
