@@ -537,6 +537,19 @@ static bool deflate_section(Elf *ie, Elf_Scn *scn, struct libdeflate_decompresso
  * already are not read and inflated a second time.  Returns 1 when
  * written, 0 when src had nothing compressed, -1 on failure.
  */
+/*
+ * Whether sh, a section of the debug file ie, holds what sp-symbolize
+ * never reads: location lists (.debug_loc, .debug_loclists), which say
+ * where variables live.  Its cached copy leaves them out, uninflated:
+ * glibc's are a seventh of its debug data.
+ */
+static bool unused_section(Elf *ie, size_t shstrndx, const GElf_Shdr *sh)
+{
+	const char *name = elf_strptr(ie, shstrndx, sh->sh_name);
+	return name && sh->sh_type != SHT_NOBITS &&
+	       (strcmp(name, ".debug_loc") == 0 || strcmp(name, ".debug_loclists") == 0);
+}
+
 static int write_inflated(Elf *ie, const char *src, const char *dst)
 {
 	int rc = -1, out = -1;
@@ -553,20 +566,22 @@ static int write_inflated(Elf *ie, const char *src, const char *dst)
 		rc = 0;
 		goto done;
 	}
+	size_t nph = 0, shstrndx;
+	if (elf_getshdrstrndx(ie, &shstrndx) != 0 || shstrndx >= SHN_LORESERVE)
+		goto done;
 	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(ie, scn));) {
 		GElf_Shdr sh;
 		size_t i = elf_ndxscn(scn);
 		if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_COMPRESSED) && i < nsec &&
-		    !deflate_section(ie, scn, &dc, &inf[i]) && elf_compress(scn, 0, 0) < 0)
+		    !unused_section(ie, shstrndx, &sh) && !deflate_section(ie, scn, &dc, &inf[i]) &&
+		    elf_compress(scn, 0, 0) < 0)
 			goto done;
 	}
 	out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	oe = out >= 0 ? elf_begin(out, ELF_C_WRITE, NULL) : NULL;
 	GElf_Ehdr eh;
-	size_t nph = 0, shstrndx;
 	if (!oe || !gelf_getehdr(ie, &eh) || !gelf_newehdr(oe, gelf_getclass(ie)) ||
-	    !gelf_update_ehdr(oe, &eh) || elf_getphdrnum(ie, &nph) != 0 ||
-	    elf_getshdrstrndx(ie, &shstrndx) != 0 || shstrndx >= SHN_LORESERVE)
+	    !gelf_update_ehdr(oe, &eh) || elf_getphdrnum(ie, &nph) != 0)
 		goto done;
 	if (nph && !gelf_newphdr(oe, nph))
 		goto done;
@@ -581,6 +596,15 @@ static int write_inflated(Elf *ie, const char *src, const char *dst)
 		const struct inflated *f = &inf[elf_ndxscn(scn) < nsec ? elf_ndxscn(scn) : 0];
 		if (!os || !gelf_getshdr(scn, &sh))
 			goto done;
+		if (unused_section(ie, shstrndx, &sh)) {
+			/* No contents: libdw ignores a section of type SHT_NOBITS. */
+			sh.sh_type = SHT_NOBITS;
+			sh.sh_flags &= ~(GElf_Xword)SHF_COMPRESSED;
+			sh.sh_size = 0;
+			if (!gelf_update_shdr(os, &sh))
+				goto done;
+			continue;
+		}
 		if (f->buf) {
 			Elf_Data *od = elf_newdata(os);
 			if (!od)
