@@ -99,12 +99,20 @@ struct sp_elfsym {
 struct fn_range {
 	uint64_t lo, hi;
 	Dwarf_Off die;
+	uint64_t reach;		/* the highest hi of this range and those before it */
 };
 
 struct cu_funcs {
 	struct fn_range *v;
 	size_t n, alloc;
 	bool oom;
+	/*
+	 * A DIE at the unit's top level other than a function may hold an
+	 * address (it has DW_AT_low_pc or DW_AT_ranges), or an imported
+	 * unit brings DIEs in: dwarf_getscopes() may find what the index
+	 * does not.
+	 */
+	bool other_pc;
 };
 
 static void cu_funcs_free(void *p)
@@ -787,12 +795,15 @@ static void index_functions(Dwarf_Die *parent, struct cu_funcs *c, int depth, bo
 				}
 				c->v[c->n++] = (struct fn_range){ lo, hi, dwarf_dieoffset(&d) };
 			}
-		} else if (!c_only &&
-			   (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
-			    tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
-			    tag == DW_TAG_module)) {
-			index_functions(&d, c, depth + 1, false);
+		} else if (depth == 0 && !c->other_pc &&
+			   (tag == DW_TAG_imported_unit || dwarf_hasattr(&d, DW_AT_low_pc) ||
+			    dwarf_hasattr(&d, DW_AT_ranges))) {
+			c->other_pc = true;
 		}
+		if (!c_only && (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
+				tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
+				tag == DW_TAG_module))
+			index_functions(&d, c, depth + 1, false);
 	} while (dwarf_siblingof(&d, &d) == 0);
 }
 
@@ -964,6 +975,9 @@ static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, struct s
 				lang == DW_LANG_C11 || lang == 0x2c /* DW_LANG_C17 */);
 		if (c->n)
 			qsort(c->v, c->n, sizeof(*c->v), fn_range_cmp);
+		for (size_t i = 0; i < c->n; i++)
+			c->v[i].reach = i && c->v[i - 1].reach > c->v[i].hi ? c->v[i - 1].reach
+									   : c->v[i].hi;
 		if (sp_u64map_put(&e->cu_funcs, cuoff, c) < 0) {
 			cu_funcs_free(c);
 			c = NULL;
@@ -981,6 +995,15 @@ static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, struct s
 		struct sp_fn_scopes *f;
 		if (k > 0 && pc < c->v[k - 1].hi && (f = function_scopes(e, cu, c->v[k - 1].die)))
 			return sp_fn_scopes_of(f, pc, out);
+		/*
+		 * No range of a function reaches pc, and no other DIE at the
+		 * top level has an address: dwarf_getscopes(), which looks for
+		 * pc among the unit's top-level DIEs first, finds nothing (in
+		 * a big unit, after a walk of every one of them).
+		 */
+		k = SP_PARTITION_POINT(c->n, i, c->v[i].lo <= pc);
+		if (!c->other_pc && (k == 0 || c->v[k - 1].reach <= pc))
+			return 0;
 	}
 	Dwarf_Die *dies = NULL;
 	int n = dwarf_getscopes(cu, pc, &dies);
