@@ -146,7 +146,11 @@ if r["t"] == "header":
 	w=$BATS_TEST_TMPDIR/w
 	mkdir -p "$w"
 	cp "$WORKLOADS/spin" "$w/spin"
-	(cd "$BATS_TEST_TMPDIR" && sp-capture -q --archive arch -o "$S.raw" -- "$w/spin" 0.5)
+	# Attached once it runs its own code: no stack is complete without it.
+	start "$w/spin" 30
+	past_startup "$P"
+	(cd "$BATS_TEST_TMPDIR" && sp-capture -q --archive arch -p "$P" --duration 0.5 -o "$S.raw")
+	kill "$P"
 	rm "$w/spin"
 	sp-unwind --allow-empty -o "$S.unw" "$S.raw"
 	sp-symbolize -o "$S.sym" "$S.unw"

@@ -20,8 +20,8 @@ setup() {
 	S=$BATS_TEST_TMPDIR/rec
 }
 
-# gone_binary NAME: records a copy of spin (or of the static program) for
-# a second, then deletes the copy; the stream is $S.raw.
+# gone_binary NAME: records a copy of spin (attached to it) or of the
+# static program for a second, then deletes the copy; the stream is $S.raw.
 gone_binary() {
 	local d=$BATS_TEST_TMPDIR/gone
 	mkdir -p "$d"
@@ -29,8 +29,14 @@ gone_binary() {
 		cp "$BATS_FILE_TMPDIR/st" "$d/st"
 		sp-capture -q -o "$S.raw" --duration 1 -- "$d/st"
 	else
+		# Attached once it runs its own code (past_startup).
 		cp "$WORKLOADS/spin" "$d/spin"
-		sp-capture -q -o "$S.raw" -- "$d/spin" 1
+		"$d/spin" 30 > /dev/null 2>&1 &
+		local pid=$!
+		past_startup "$pid"
+		sp-capture -q -o "$S.raw" -p "$pid" --duration 1
+		kill "$pid"
+		wait "$pid" 2> /dev/null || true
 	fi
 	rm -rf "$d"
 }

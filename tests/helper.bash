@@ -146,6 +146,19 @@ start() {
 	sleep 0.2
 }
 
+# past_startup PID: waits until the process has had 50 ms of CPU, long
+# past the dynamic linker's start-up (a few ms): a recording attached then
+# has no sample of ld.so relocating before the program's own code, whose
+# stack would be complete without the program's file.  At most 30 s.
+past_startup() {
+	local i
+	for i in $(seq 300); do
+		[ "$(awk '{ print $14 }' "/proc/$1/stat" 2>/dev/null || echo 0)" -ge 5 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # kill_started: ends every process in PIDS, in a test's teardown.
 kill_started() {
 	local p
