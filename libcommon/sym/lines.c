@@ -655,7 +655,6 @@ bool sp_linesecs_read(Elf *elf, struct sp_linesecs *out)
 		/* The units' sections: read when they can be, never a reason to refuse. */
 		if (strcmp(name, ".debug_aranges") == 0 || strcmp(name, ".debug_info") == 0) {
 			bool info = name[7] == 'i';
-			s.has_aranges |= !info;
 			if (sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED) ||
 			    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
 				continue;

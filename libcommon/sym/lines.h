@@ -49,7 +49,6 @@ struct sp_linesecs {
 	const unsigned char *aranges;	/* .debug_aranges */
 	size_t aranges_len;
 	size_t info_len;		/* .debug_info's size */
-	bool has_aranges;		/* the section exists, readable or not */
 };
 
 /*
