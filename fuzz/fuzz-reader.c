@@ -6,7 +6,12 @@
  *   - checks the contract of sp_msgpack_frame() on the raw bytes: a
  *     positive length never exceeds the bytes given, those bytes unpack
  *     exactly, a shorter prefix is incomplete, and the answer does not
- *     depend on bytes after the object;
+ *     depend on bytes after the object, and the quick framing of a flat
+ *     map (sp_msgpack_frame_flat()) agrees wherever it answers;
+ *   - at the input's start and at every record boundary, reads the bytes
+ *     as each record type with sp_record_scan_raw() and with the general
+ *     scan it falls back to (sp_record_scan_general()): the same length
+ *     and pairs;
  *   - reads the input through sp_reader (from a memfd) until END or ERROR,
  *     once with a 64 KiB record limit and once with the smallest limit
  *     (64 bytes) so that small inputs reach the size checks too, and once
@@ -86,6 +91,9 @@ static void check_frame(const unsigned char *p, size_t len, int depth)
 	check(sp_msgpack_frame(p, (size_t)n - 1, depth, &why) == 0);
 	/* A deeper limit accepts the same object. */
 	check(sp_msgpack_frame(p, len, SP_MAX_DEPTH, &why) == n);
+	/* The flat map's quick framing, where it answers, answers the same. */
+	size_t flat = sp_msgpack_frame_flat(p, len);
+	check(!flat || flat == (size_t)n);
 
 	/*
 	 * A heap copy of exactly n bytes, so that an unpack reading past the
@@ -414,6 +422,40 @@ static void check_record(struct sp_reader *r, const struct sp_record *rec,
 	msgpack_sbuffer_destroy(&back);
 }
 
+static bool same_rawval(const struct sp_rawval *a, const struct sp_rawval *b)
+{
+	return a->kind == b->kind && a->u == b->u && a->p == b->p && a->at == b->at &&
+	       a->end == b->end;
+}
+
+/*
+ * sp_record_scan_raw() with its fast path for keys in the schema's order
+ * against the general scan, as each record type, on the bytes at p: the
+ * same length and the same pairs.  Also the quick framing of a flat map,
+ * which must never answer where sp_msgpack_frame() does not agree.
+ */
+static void check_scan(const unsigned char *p, size_t len)
+{
+	static struct sp_rawpair a[64], b[64];
+	for (int t = 1; t < SP_R_COUNT; t++) {
+		uint32_t na = 0, nb = 0;
+		size_t la = sp_record_scan_raw((enum sp_rtype)t, p, len, a, 64, &na);
+		size_t lb = sp_record_scan_general((enum sp_rtype)t, p, len, b, 64, &nb);
+		check(la == lb);
+		if (!la)
+			continue;
+		check(na == nb && la <= len);
+		for (uint32_t i = 0; i < na; i++)
+			check(a[i].id == b[i].id && same_rawval(&a[i].key, &b[i].key) &&
+			      same_rawval(&a[i].val, &b[i].val));
+	}
+	size_t flat = sp_msgpack_frame_flat(p, len);
+	if (flat) {
+		const char *why;
+		check(sp_msgpack_frame(p, len, SP_MAX_DEPTH, &why) == (long)flat);
+	}
+}
+
 /*
  * Reads the whole input from fd through a reader with the given limit,
  * passing the types of pass_through on undecoded.  Returns whether it
@@ -444,6 +486,8 @@ static bool read_stream(int fd, const unsigned char *data, size_t size,
 			break;
 		check(rec.raw_len <= max_record);
 		check_record(r, &rec, plain, size, offset, index);
+		if (plain && max_record > 64 && !pass_through && !undecoded)
+			check_scan(data + offset, size - offset);
 		offset += rec.raw_len;
 		index++;
 	}
@@ -527,6 +571,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_frame(data, size, 0);
 	check_frame(data, size, 2);
 	check_frame(data, size, 1000);
+	check_scan(data, size);
 
 	/* The input as a stream. */
 	int fd = memfd_create("fuzz-reader", MFD_CLOEXEC);

@@ -29,6 +29,15 @@ const size_t sp_key_schema_len = sizeof(sp_key_schema) / sizeof(sp_key_schema[0]
 static const struct sp_key_schema *by_type[sizeof(sp_key_schema) / sizeof(sp_key_schema[0])];
 static size_t key_len[sizeof(sp_key_schema) / sizeof(sp_key_schema[0])];
 static size_t type_start[SP_R_COUNT + 1];
+/*
+ * Each key as a writer puts it, its fixstr head and bytes, as two words
+ * loaded from memory, and the mask of the bytes it takes (a head no key
+ * has for one of 16 bytes or more); the value kinds its class takes, a
+ * bit each.
+ */
+static uint64_t key_word[sizeof(sp_key_schema) / sizeof(sp_key_schema[0])][2];
+static uint64_t key_mask[sizeof(sp_key_schema) / sizeof(sp_key_schema[0])][2];
+static unsigned kinds_of[sizeof(sp_key_schema) / sizeof(sp_key_schema[0])];
 static uint64_t type_required[SP_R_COUNT];	/* bit i: by_type[type_start[t] + i] */
 static size_t name_len[SP_R_COUNT];
 /* Type names by a hash of their first and last bytes and length; COLLIDED: look through all. */
@@ -56,6 +65,8 @@ static unsigned key_hash(const unsigned char *k, size_t n)
 	return ((unsigned)n * 7u + k[0] * 3u + k[n - 1]) % KEY_SLOTS;
 }
 
+static inline bool raw_vtype_matches(enum sp_vtype v, enum sp_rawkind k);
+
 static void index_schema(void)
 {
 	size_t k = 0;
@@ -73,6 +84,20 @@ static void index_schema(void)
 				*slot = *slot || k - type_start[t] + 1 >= KEY_COLLIDED ?
 					KEY_COLLIDED : (unsigned char)(k - type_start[t] + 1);
 			}
+			if (key_len[k] < 16) {
+				unsigned char enc[16] = { (unsigned char)(0xa0 | key_len[k]) }, m[16] = { 0 };
+				memcpy(enc + 1, sp_key_schema[i].key, key_len[k]);
+				memset(m, 0xff, key_len[k] + 1);
+				memcpy(key_word[k], enc, 16);
+				memcpy(key_mask[k], m, 16);
+			} else {
+				/* Never matched by words: an impossible head byte. */
+				key_word[k][0] = 0xc1;
+				key_mask[k][0] = 0xff;
+			}
+			for (unsigned kind = 0; kind <= SP_RAW_EXT; kind++)
+				if (raw_vtype_matches(sp_key_schema[i].vtype, (enum sp_rawkind)kind))
+					kinds_of[k] |= 1u << kind;
 			by_type[k++] = &sp_key_schema[i];
 		}
 		name_len[t] = strlen(rtype_names[t]);
@@ -194,7 +219,7 @@ static bool plainly_valid(enum sp_rtype t, const msgpack_object *map)
 	return (type_required[t] & ~found) == 0;
 }
 
-static bool raw_vtype_matches(enum sp_vtype v, enum sp_rawkind k)
+static inline bool raw_vtype_matches(enum sp_vtype v, enum sp_rawkind k)
 {
 	switch (v) {
 	case SP_V_UINT: return k == SP_RAW_UINT;
@@ -222,8 +247,164 @@ int sp_record_key_index(enum sp_rtype t, const char *key)
 	return SP_KEY_OTHER;
 }
 
+/*
+ * A value as sp_raw_value() reads it, the kinds a writer's records hold
+ * read at once: unsigned integers, short strings, booleans, binaries and
+ * arrays of integers.  Anything else goes to sp_raw_value().
+ */
+static inline bool ordered_value(const unsigned char *p, const unsigned char *end,
+				 struct sp_rawval *v)
+{
+	size_t room = (size_t)(end - p);
+	if (!room)
+		return false;
+	unsigned char b = *p;
+	if (b <= 0x7f) {
+		*v = (struct sp_rawval){ SP_RAW_UINT, b, p + 1, p, p + 1 };
+		return true;
+	}
+	if (b >= 0xcc && b <= 0xcf) {
+		uint64_t u;
+		size_t took = sp_raw_uint_at(p, end, &u);
+		if (!took)
+			return false;
+		*v = (struct sp_rawval){ SP_RAW_UINT, u, p + 1, p, p + took };
+		return true;
+	}
+	if (b >= 0xa0 && b <= 0xbf) {
+		size_t n = b & 0x1f;
+		if (room <= n)
+			return false;
+		*v = (struct sp_rawval){ SP_RAW_STR, n, p + 1, p, p + 1 + n };
+		return true;
+	}
+	if (b == 0xc2 || b == 0xc3) {
+		*v = (struct sp_rawval){ SP_RAW_BOOL, b == 0xc3, p + 1, p, p + 1 };
+		return true;
+	}
+	if (b == 0xc4 || b == 0xc5) {
+		size_t h = b == 0xc4 ? 2 : 3;
+		if (room < h)
+			return false;
+		size_t n = b == 0xc4 ? p[1] : (size_t)p[1] << 8 | p[2];
+		if (room - h < n)
+			return false;
+		*v = (struct sp_rawval){ SP_RAW_BIN, n, p + h, p, p + h + n };
+		return true;
+	}
+	if ((b & 0xf0) == 0x90 || b == 0xdc) {
+		/* An array of integers, each of one to nine bytes. */
+		size_t h = b == 0xdc ? 3 : 1;
+		if (room < h)
+			return false;
+		size_t n = b == 0xdc ? (size_t)p[1] << 8 | p[2] : b & 0x0f;
+		const unsigned char *q = p + h;
+		if (n > (size_t)(end - q))
+			return false;
+		for (size_t i = 0; i < n && q; i++) {
+			unsigned char e = q < end ? *q : 0xc1;
+			if (e <= 0x7f || e >= 0xe0)
+				q++;
+			else if (e >= 0xcc && e <= 0xcf && (size_t)(end - q) > (1u << (e - 0xcc)))
+				q += 1 + (1u << (e - 0xcc));
+			else
+				q = NULL;
+		}
+		if (q) {
+			*v = (struct sp_rawval){ SP_RAW_ARRAY, n, p + h, p, q };
+			return true;
+		}
+	}
+	return sp_raw_value(p, end, v);
+}
+
+/*
+ * The common case of sp_record_scan_raw(): a short map whose keys are
+ * short strings the schema gives t, in the schema's order.  Returns the
+ * record's length, as the general scan would find it with the same
+ * pairs; 0 for anything else, which the general scan then reads.
+ */
+static size_t scan_ordered(enum sp_rtype t, const unsigned char *p, size_t len,
+			   struct sp_rawpair *pairs, uint32_t max, uint32_t *npairs)
+{
+	const unsigned char *end = p + len, *q;
+	uint32_t count;
+	if (len >= 1 && (p[0] & 0xf0) == 0x80) {
+		count = p[0] & 0x0f;
+		q = p + 1;
+	} else if (len >= 3 && p[0] == 0xde) {
+		count = (uint32_t)p[1] << 8 | p[2];
+		q = p + 3;
+	} else {
+		return 0;
+	}
+	size_t first = type_start[t], n = type_start[t + 1] - first, at = 0;
+	if (count > max || n > 64)
+		return 0;
+	uint64_t found = 0;
+	for (uint32_t j = 0; j < count; j++) {
+		struct sp_rawpair *pr = &pairs[j];
+		if (q >= end || (*q & 0xe0) != 0xa0)
+			return 0;
+		size_t kn = *q & 0x1f;
+		if ((size_t)(end - q) <= kn)
+			return 0;
+		pr->key = (struct sp_rawval){ SP_RAW_STR, kn, q + 1, q, q + 1 + kn };
+		const unsigned char *k = q + 1;
+		if (!ordered_value(k + kn, end, &pr->val))
+			return 0;
+		q = pr->val.end;
+		if (kn == 1 && k[0] == 't') {
+			pr->id = SP_KEY_TYPE;
+			continue;
+		}
+		size_t i = at;
+		if (kn < 16 && (size_t)(end - (k - 1)) >= 16) {
+			/* The key with its head, as one or two words. */
+			uint64_t w0, w1;
+			memcpy(&w0, k - 1, 8);
+			memcpy(&w1, k + 7, 8);
+#define KEY_AT(i) ((w0 & key_mask[first + (i)][0]) == key_word[first + (i)][0] && \
+		   (w1 & key_mask[first + (i)][1]) == key_word[first + (i)][1])
+			if (i < n && !KEY_AT(i)) {
+				/* Not the next key of the schema: the one its hash names, else each in turn. */
+				unsigned h = kn ? key_slot[t][key_hash(k, kn)] : 0;
+				if (h && h != KEY_COLLIDED && h - 1 > i && KEY_AT(h - 1))
+					i = h - 1;
+				else
+					while (i < n && !KEY_AT(i))
+						i++;
+			}
+#undef KEY_AT
+		} else {
+			while (i < n && (key_len[first + i] != kn ||
+					 !sp_raw_bytes_eq(by_type[first + i]->key, k, kn)))
+				i++;
+		}
+		if (i == n || !(kinds_of[first + i] & 1u << pr->val.kind))
+			return 0;
+		found |= 1ull << i;
+		pr->id = (int)i;
+		at = i + 1;
+	}
+	if ((type_required[t] & ~found) != 0)
+		return 0;
+	*npairs = count;
+	return (size_t)(q - p);
+}
+
 size_t sp_record_scan_raw(enum sp_rtype t, const void *p, size_t len,
 			  struct sp_rawpair *pairs, uint32_t max, uint32_t *npairs)
+{
+	pthread_once(&by_type_once, index_schema);
+	if ((unsigned)t >= SP_R_COUNT)
+		return 0;
+	size_t quick = scan_ordered(t, p, len, pairs, max, npairs);
+	return quick ? quick : sp_record_scan_general(t, p, len, pairs, max, npairs);
+}
+
+size_t sp_record_scan_general(enum sp_rtype t, const void *p, size_t len,
+			      struct sp_rawpair *pairs, uint32_t max, uint32_t *npairs)
 {
 	pthread_once(&by_type_once, index_schema);
 	if ((unsigned)t >= SP_R_COUNT)

@@ -285,14 +285,23 @@ int sp_record_key_index(enum sp_rtype t, const char *key);
 /*
  * Reads the record of type t that starts at p, within len bytes, from
  * its bytes: its pairs into pairs (at most max), each with its key's
- * index in the schema, their count into *npairs.  Returns the record's length when it is whole and plainly
- * passes sp_record_validate() (each key it knows at most once and of its
- * class, every required one there); 0 otherwise, also when unsure: then
- * framing and decoding the record tells what is wrong, if anything.
+ * index in the schema, their count into *npairs.  Returns the record's
+ * length when it is whole and plainly passes sp_record_validate() (each
+ * key it knows at most once and of its class, every required one there);
+ * 0 otherwise, also when unsure: then framing and decoding the record
+ * tells what is wrong, if anything.
  */
 struct sp_rawpair;
 size_t sp_record_scan_raw(enum sp_rtype t, const void *p, size_t len,
 			  struct sp_rawpair *pairs, uint32_t max, uint32_t *npairs);
+
+/*
+ * The same read without its fast path for records whose keys come in the
+ * schema's order: the reference that path must agree with (fuzz-reader
+ * compares them).
+ */
+size_t sp_record_scan_general(enum sp_rtype t, const void *p, size_t len,
+			      struct sp_rawpair *pairs, uint32_t max, uint32_t *npairs);
 
 /* The schema as a table, for documentation checks. */
 struct sp_key_schema {

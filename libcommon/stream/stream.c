@@ -818,6 +818,27 @@ static bool take_undecoded(struct sp_reader *r, struct sp_record *rec, size_t av
 	return true;
 }
 
+size_t sp_msgpack_frame_flat(const unsigned char *p, size_t len)
+{
+	if (!len || (p[0] & 0xf0) != 0x80)
+		return 0;
+	size_t pos = 1;
+	for (unsigned n = 2u * (p[0] & 0x0f); n; n--) {
+		if (pos >= len)
+			return 0;
+		unsigned char b = p[pos];
+		if (b <= 0x7f || b >= 0xe0 || b == 0xc0 || b == 0xc2 || b == 0xc3)
+			pos++;
+		else if (b >= 0xa0 && b <= 0xbf)
+			pos += 1 + (size_t)(b & 0x1f);
+		else if (b >= 0xcc && b <= 0xd3)
+			pos += 1 + ((size_t)1 << ((b - 0xcc) & 3));
+		else
+			return 0;
+	}
+	return pos <= len ? pos : 0;
+}
+
 enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 {
 	if (r->failed)
@@ -858,8 +879,10 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 		}
 		if (r->undecoded && r->have_header && avail && take_undecoded(r, rec, avail))
 			return SP_READ_RECORD;
-		len = avail ? sp_msgpack_frame(r->buf + r->start, avail,
-					       SP_MAX_DEPTH, &why) : 0;
+		len = (long)sp_msgpack_frame_flat(r->buf + r->start, avail);
+		if (!len)
+			len = avail ? sp_msgpack_frame(r->buf + r->start, avail,
+						       SP_MAX_DEPTH, &why) : 0;
 		if (len < 0) {
 			reader_fail(r, sp_reader_offset(r), SP_ERR_BAD_INPUT, "malformed record: %s", why);
 			return SP_READ_ERROR;

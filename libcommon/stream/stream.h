@@ -172,6 +172,14 @@ long sp_msgpack_frame(const unsigned char *p, size_t len, int max_depth,
 		      const char **why);
 
 /*
+ * The length of a short map whose keys and values are all short strings,
+ * integers, booleans or nil (most records after unwinding), as
+ * sp_msgpack_frame() finds it, read at once; 0 for any other map, any
+ * other object and one cut short.
+ */
+size_t sp_msgpack_frame_flat(const unsigned char *p, size_t len);
+
+/*
  * A buffered writer on fd (not closed by the writer).  Output is written
  * when the buffer fills and on sp_writer_flush().  name is used in
  * messages.  Returns NULL only when memory runs out.
@@ -262,7 +270,12 @@ void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv);
 /* Copies one key and its value as the len bytes at pair encode them. */
 void sp_mapw_raw(struct sp_mapw *m, const void *pair, size_t len);
 
-void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v);
+/* A key of kn bytes and an unsigned integer, in their shortest forms. */
+void sp_mapw_u64n(struct sp_mapw *m, const char *key, size_t kn, uint64_t v);
+static inline void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v)
+{
+	sp_mapw_u64n(m, key, __builtin_strlen(key), v);	/* known when key is a literal */
+}
 void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v);
 void sp_mapw_str(struct sp_mapw *m, const char *key, const char *s);
 void sp_mapw_strn(struct sp_mapw *m, const char *key, const char *s, size_t n);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The stream writer and the self-counting map writer (see stream.h). */
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,23 +310,37 @@ static size_t put_uint(unsigned char *b, uint64_t v)
 		b[0] = 0xcf;
 		n = 8;
 	}
-	for (int i = 0; i < n; i++)
-		b[1 + i] = (unsigned char)(v >> (8 * (n - 1 - i)));
+	if (n == 1) {
+		b[1] = (unsigned char)v;
+	} else if (n == 2) {
+		uint16_t h = htobe16((uint16_t)v);
+		memcpy(b + 1, &h, 2);
+	} else if (n == 4) {
+		uint32_t x = htobe32((uint32_t)v);
+		memcpy(b + 1, &x, 4);
+	} else {
+		uint64_t x = htobe64(v);
+		memcpy(b + 1, &x, 8);
+	}
 	return (size_t)n + 1;
 }
 
-void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v)
+void sp_mapw_u64n(struct sp_mapw *m, const char *key, size_t kn, uint64_t v)
 {
-	size_t kn = strlen(key);
-	if (kn >= 32) {
+	struct sp_writer *w = m->w;
+	if (kn >= 32 || w->err || w->cap - w->len < kn + 10) {
 		msgpack_pack_uint64(sp_mapw_key(m, key), v);
 		return;
 	}
-	unsigned char b[32 + 9];
-	size_t n = put_fixstr(b, key, kn);
-	n += put_uint(b + n, v);
+	/* Straight into the buffer: the bytes msgpack_pack_str() and msgpack_pack_uint64() write. */
+	unsigned char *b = (unsigned char *)w->buf + w->len;
+	b[0] = (unsigned char)(0xa0 | kn);
+	for (size_t i = 0; i < kn; i++)	/* a few bytes: no call */
+		b[1 + i] = (unsigned char)key[i];
+	size_t n = kn + 1 + put_uint(b + kn + 1, v);
 	m->n++;
-	packer_write(m->w, (const char *)b, n);
+	w->len += n;
+	w->bytes += n;
 }
 
 void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v)
