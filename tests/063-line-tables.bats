@@ -6,8 +6,10 @@
 # unit of a file both ways and compares the rows, the file names and the
 # position of each row's address and the bytes around it, and the unit
 # sym/aranges.c finds by .debug_aranges for those addresses and the ends
-# of its ranges with libdwfl's; it prints "FILE: U units, D decoded, L to
-# libdw, A addresses, R by aranges, N differences".
+# of its ranges with libdwfl's, and each unit's functions found by our walk
+# of its DIEs' bytes (libcommon/sym/dies.c) with those found through libdw;
+# it prints "FILE: U units, D decoded, L to libdw, A addresses, R by
+# aranges, W walked, N differences".
 # tests/unit/lines.c covers the tables the decoder leaves to libdw.
 
 load helper
@@ -21,8 +23,18 @@ check() {
 	[ "${#lines[@]}" -eq $# ]
 	local l
 	for l in "${lines[@]}"; do
-		[[ $l =~ ([0-9]+)\ units,\ ([0-9]+)\ decoded,\ 0\ to\ libdw,\ [0-9]+\ addresses,\ [0-9]+\ by\ aranges,\ 0\ differences$ ]]
+		[[ $l =~ ([0-9]+)\ units,\ ([0-9]+)\ decoded,\ 0\ to\ libdw,\ [0-9]+\ addresses,\ [0-9]+\ by\ aranges,\ ([0-9]+)\ walked,\ 0\ differences$ ]]
 		[ "${BASH_REMATCH[1]}" -gt 0 ]
+		[ "${BASH_REMATCH[2]}" -eq "${BASH_REMATCH[1]}" ]
+	done
+}
+
+# all_walked: in each line of check's output, our DIE walk read every unit
+# (none left to libdw).
+all_walked() {
+	local l
+	for l in "${lines[@]}"; do
+		[[ $l =~ \ ([0-9]+)\ units,.*\ ([0-9]+)\ walked, ]]
 		[ "${BASH_REMATCH[2]}" -eq "${BASH_REMATCH[1]}" ]
 	done
 }
@@ -98,6 +110,7 @@ EOF
 	done
 	check "$BATS_FILE_TMPDIR"/g[2345]
 	by_aranges
+	all_walked
 	# The addresses were looked up too (g++ writes .debug_aranges).
 	run -0 "$LINECHECK" "$BATS_FILE_TMPDIR/g5"
 	[[ $output =~ \ ([0-9]+)\ addresses ]]
@@ -114,10 +127,15 @@ EOF
 	(cd "$BATS_FILE_TMPDIR" && g++ -O2 -g -gsplit-dwarf -o split t.cpp)
 	check "$BATS_FILE_TMPDIR/c4" "$BATS_FILE_TMPDIR/c5" "$BATS_FILE_TMPDIR/gz" \
 		"$BATS_FILE_TMPDIR/split"
+	# A split unit's DIEs are in its .dwo: that one is libdw's to walk.
+	[[ ${lines[3]} =~ \ 1\ units,.*\ 0\ walked, ]]
+	lines=("${lines[@]:0:3}")
+	all_walked
 }
 
 @test "the workloads, glibc's debug file and CPython's library: thousands of units" {
 	check "$WORKLOADS/templ" "$WORKLOADS/inlined" "$WORKLOADS/spin"
+	all_walked
 	local libc
 	libc=$(readelf -n "$(ldd "$WORKLOADS/spin" | awk '/libc.so/ { print $3 }')" |
 		awk '/Build ID:/ { print $3 }')
@@ -125,12 +143,14 @@ EOF
 	[ -f "$dbg" ]	# libc6-dbg, from make test-deps
 	check "$dbg"
 	by_aranges
+	all_walked
 	local py
 	py=$(python312)
 	local lib
 	lib=$(ldd "$py" | awk '/libpython/ { print $3 }')
 	[ -n "$lib" ] || lib=$py
 	check "$lib"
+	all_walked
 	run -0 "$LINECHECK" "$lib"
 	[[ $output =~ \ ([0-9]+)\ units ]]
 	[ "${BASH_REMATCH[1]}" -gt 50 ]
@@ -145,6 +165,7 @@ EOF
 	(cd "$BATS_FILE_TMPDIR/go" && HOME=$BATS_FILE_TMPDIR GOCACHE=$BATS_FILE_TMPDIR/gocache \
 		GO111MODULE=off go build -o goinline main.go)
 	check "$BATS_FILE_TMPDIR/rusty" "$BATS_FILE_TMPDIR/go/goinline"
+	all_walked
 }
 
 @test "sp-symbolize on CPython names the same lines as the libdw lookups it replaced" {

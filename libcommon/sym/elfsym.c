@@ -14,6 +14,7 @@
 
 #include "sym/aranges.h"
 #include "sym/debuglink.h"
+#include "sym/dies.h"
 #include "sym/elfsym.h"
 #include "sym/lines.h"
 #include "sym/scopes.h"
@@ -771,48 +772,6 @@ static void from_go_table(struct sp_elfsym *e, uint64_t addr, struct sp_symres *
 	}
 }
 
-/*
- * Adds the ranges of the functions under parent, through namespaces and
- * classes; with c_only (a C unit, where a type holds no function), the
- * types' members are not walked.
- */
-static void index_functions(Dwarf_Die *parent, struct cu_funcs *c, int depth, bool c_only)
-{
-	Dwarf_Die d;
-	if (depth > 16 || dwarf_child(parent, &d) != 0)
-		return;
-	do {
-		int tag = dwarf_tag(&d);
-		if (tag == DW_TAG_subprogram) {
-			Dwarf_Addr base, lo, hi;
-			ptrdiff_t off = 0;
-			while ((off = dwarf_ranges(&d, off, &base, &lo, &hi)) > 0) {
-				if (hi <= lo)
-					continue;
-				if (SP_ALLOC_GROW(c->v, c->n + 1, c->alloc) < 0) {
-					c->oom = true;
-					return;
-				}
-				c->v[c->n++] = (struct fn_range){ lo, hi, dwarf_dieoffset(&d) };
-			}
-		} else if (depth == 0 && !c->other_pc &&
-			   (tag == DW_TAG_imported_unit || dwarf_hasattr(&d, DW_AT_low_pc) ||
-			    dwarf_hasattr(&d, DW_AT_ranges))) {
-			c->other_pc = true;
-		}
-		if (!c_only && (tag == DW_TAG_namespace || tag == DW_TAG_class_type ||
-				tag == DW_TAG_structure_type || tag == DW_TAG_union_type ||
-				tag == DW_TAG_module))
-			index_functions(&d, c, depth + 1, false);
-	} while (dwarf_siblingof(&d, &d) == 0);
-}
-
-static int fn_range_cmp(const void *a, const void *b)
-{
-	const struct fn_range *x = a, *y = b;
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 /* The debug sections line tables are read from, found once. */
 static bool line_sections(struct sp_elfsym *e)
 {
@@ -821,6 +780,37 @@ static bool line_sections(struct sp_elfsym *e)
 		sp_linesecs_read(dwarf_getelf(e->dw), &e->secs);
 	}
 	return e->secs.line != NULL;
+}
+
+/*
+ * Indexes the functions of unit cu (sym/dies.h): through namespaces and
+ * classes; in a C unit, where a type holds no function, the types'
+ * members are not walked.
+ */
+static void index_functions(struct sp_elfsym *e, Dwarf_Die *cu, struct cu_funcs *c)
+{
+	int lang = dwarf_srclang(cu);
+	bool c_only = lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 ||
+		      lang == DW_LANG_C11 || lang == 0x2c /* DW_LANG_C17 */;
+	struct sp_unit_fns f;
+	line_sections(e);
+	if (sp_unit_fns_find(&f, e->dw, cu, &e->secs, c_only, false) < 0 ||
+	    !(c->v = malloc((f.n ? f.n : 1) * sizeof(*c->v)))) {
+		c->oom = true;
+		sp_unit_fns_free(&f);
+		return;
+	}
+	for (size_t i = 0; i < f.n; i++)
+		c->v[i] = (struct fn_range){ f.v[i].lo, f.v[i].hi, f.v[i].die, 0 };
+	c->n = c->alloc = f.n;
+	c->other_pc = f.other_pc;
+	sp_unit_fns_free(&f);
+}
+
+static int fn_range_cmp(const void *a, const void *b)
+{
+	const struct fn_range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
 /* The decoded table of unit cu, or &no_lines (NULL: out of memory). */
@@ -969,10 +959,7 @@ static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, struct s
 	Dwarf_Off cuoff = dwarf_dieoffset(cu);
 	struct cu_funcs *c = sp_u64map_get(&e->cu_funcs, cuoff);
 	if (!c && (c = calloc(1, sizeof(*c)))) {
-		int lang = dwarf_srclang(cu);
-		index_functions(cu, c, 0,
-				lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 ||
-				lang == DW_LANG_C11 || lang == 0x2c /* DW_LANG_C17 */);
+		index_functions(e, cu, c);
 		if (c->n)
 			qsort(c->v, c->n, sizeof(*c->v), fn_range_cmp);
 		for (size_t i = 0; i < c->n; i++)

@@ -653,16 +653,20 @@ bool sp_linesecs_read(Elf *elf, struct sp_linesecs *out)
 		size_t *len;
 		Elf_Data *d;
 		/* The units' sections: read when they can be, never a reason to refuse. */
-		if (strcmp(name, ".debug_aranges") == 0 || strcmp(name, ".debug_info") == 0) {
-			bool info = name[7] == 'i';
+		if (strcmp(name, ".debug_aranges") == 0 || strcmp(name, ".debug_info") == 0 ||
+		    strcmp(name, ".debug_abbrev") == 0) {
 			if (sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED) ||
 			    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
 				continue;
-			if (info) {
+			if (name[8] == 'n') {
+				s.info = d->d_buf;
 				s.info_len = d->d_size;
-			} else {
+			} else if (name[8] == 'r') {
 				s.aranges = d->d_buf;
 				s.aranges_len = d->d_size;
+			} else {
+				s.abbrev = d->d_buf;
+				s.abbrev_len = d->d_size;
 			}
 			continue;
 		}

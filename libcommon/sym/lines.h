@@ -45,10 +45,17 @@ struct sp_linesecs {
 	size_t line_str_len;
 	const unsigned char *str;	/* .debug_str */
 	size_t str_len;
-	/* Not the tables': the units' address ranges and the units (aranges.h). */
+	/*
+	 * Not the tables': the units' address ranges and the units
+	 * (aranges.h), and their DIEs (dies.h); each NULL when it cannot be
+	 * read.
+	 */
 	const unsigned char *aranges;	/* .debug_aranges */
 	size_t aranges_len;
-	size_t info_len;		/* .debug_info's size */
+	const unsigned char *info;	/* .debug_info */
+	size_t info_len;
+	const unsigned char *abbrev;	/* .debug_abbrev */
+	size_t abbrev_len;
 };
 
 /*

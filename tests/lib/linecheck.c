@@ -16,19 +16,26 @@
  * And the unit sym/aranges.c finds by .debug_aranges, with the unit
  * dwfl_module_addrdie() finds, at each row's address and the bytes
  * around it, and at both ends of every run of ranges.
+ * And the functions of every unit (sym/dies.h) found by our walk of its
+ * DIEs' bytes with those found through libdw, walked as a C unit and as
+ * a unit of another language.
  * Prints per file "FILE: U units, D decoded, L to libdw, A addresses,
- * R by aranges, N differences" (R: addresses whose unit our aranges
- * reader found; 0 when it leaves the file to libdwfl) and the first
- * differences; exits 0, 1 on a difference, 2 when a file cannot be read.
+ * R by aranges, W walked, N differences" (R: addresses whose unit our
+ * aranges reader found; 0 when it leaves the file to libdwfl; W: units
+ * whose DIEs our walk read rather than leaving them to libdw) and the
+ * first differences; exits 0, 1 on a difference, 2 when a file cannot be
+ * read.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sym/aranges.h"
+#include "sym/dies.h"
 #include "sym/lines.h"
 #include "util/alloc.h"
 
@@ -185,6 +192,38 @@ static unsigned long check_aranges(const char *name, Dwfl_Module *mod, Dwarf *dw
 	return n;
 }
 
+/*
+ * The functions of unit cu by sym/dies.c's walk against the walk through
+ * libdw, as a C unit and as another: the same ranges in the same order,
+ * the same other_pc.  Returns whether our walk took the unit.
+ */
+static bool check_functions(const char *name, Dwarf *dw, Dwarf_Die *cu,
+			    const struct sp_linesecs *secs)
+{
+	bool walked = true;
+	for (int c_only = 0; c_only <= 1; c_only++) {
+		struct sp_unit_fns ours, theirs;
+		if (sp_unit_fns_find(&ours, dw, cu, secs, c_only, false) < 0 ||
+		    sp_unit_fns_find(&theirs, dw, cu, secs, c_only, true) < 0) {
+			fprintf(stderr, "linecheck: out of memory\n");
+			exit(2);
+		}
+		walked = walked && !ours.by_libdw;
+		bool same_fns = ours.n == theirs.n && ours.other_pc == theirs.other_pc;
+		for (size_t i = 0; same_fns && i < ours.n; i++)
+			same_fns = ours.v[i].lo == theirs.v[i].lo && ours.v[i].hi == theirs.v[i].hi &&
+				   ours.v[i].die == theirs.v[i].die;
+		if (!same_fns && differences++ < 20)
+			printf("%s: unit 0x%" PRIx64 ": functions (%s): ours %zu%s, libdw %zu%s\n", name,
+			       (uint64_t)dwarf_dieoffset(cu), c_only ? "C" : "any language", ours.n,
+			       ours.other_pc ? " and others with pc" : "", theirs.n,
+			       theirs.other_pc ? " and others with pc" : "");
+		sp_unit_fns_free(&ours);
+		sp_unit_fns_free(&theirs);
+	}
+	return walked;
+}
+
 static int check_file(const char *name)
 {
 	static char *debuginfo_path = NULL;
@@ -210,17 +249,19 @@ static int check_file(const char *name)
 		dwfl_end(dwfl);
 		return 2;
 	}
-	unsigned long units = 0, decoded = 0, to_libdw = 0, addrs = 0, before = differences;
+	unsigned long units = 0, decoded = 0, to_libdw = 0, addrs = 0, walked = 0;
+	unsigned long before = differences;
 	Dwarf_Die *cu = NULL;
 	while ((cu = dwfl_module_nextcu(mod, cu, &bias))) {
 		units++;
 		check_unit(name, mod, bias, cu, &secs, &decoded, &to_libdw, &addrs);
+		walked += check_functions(name, dw, cu, &secs);
 	}
 	unsigned long ranged = check_aranges(name, mod, dw, bias, &secs);
 	nprobes = 0;
 	printf("%s: %lu units, %lu decoded, %lu to libdw, %lu addresses, %lu by aranges, "
-	       "%lu differences\n",
-	       name, units, decoded, to_libdw, addrs, ranged, differences - before);
+	       "%lu walked, %lu differences\n",
+	       name, units, decoded, to_libdw, addrs, ranged, walked, differences - before);
 	dwfl_end(dwfl);
 	return 0;
 }
