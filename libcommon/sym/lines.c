@@ -331,20 +331,34 @@ static void reset(struct regs *g, unsigned default_is_stmt)
 	*g = (struct regs){ .file = 1, .line = 1, .is_stmt = default_is_stmt };
 }
 
-/* Runs the line program from the reader to its end. */
-static bool run_program(struct dec *d, unsigned min_len, unsigned default_is_stmt, int line_base,
-			unsigned line_range, unsigned opcode_base, const unsigned char *oplen)
+/* What each special opcode adds to the line and the address. */
+struct specials {
+	int line[256];
+	uint32_t addr[256];
+};
+
+/*
+ * Runs the line program from the reader to its end.  std_ok: every
+ * standard opcode this program has takes the operands the standard
+ * gives it (else meeting one that does not leaves the table to libdw).
+ */
+static inline __attribute__((always_inline)) bool
+run(struct dec *d, unsigned min_len, unsigned default_is_stmt, unsigned line_range,
+    unsigned opcode_base, const unsigned char *oplen, const struct specials *sp, bool std_ok)
 {
+	static const unsigned char operands[DW_LNS_set_isa + 1] = {
+		[DW_LNS_advance_pc] = 1, [DW_LNS_advance_line] = 1,
+		[DW_LNS_set_file] = 1, [DW_LNS_set_column] = 1,
+		[DW_LNS_fixed_advance_pc] = 1, [DW_LNS_set_isa] = 1,
+	};
 	struct rd *r = &d->r;
 	struct regs g;
 	reset(&g, default_is_stmt);
 	while (r->p < r->end) {
 		unsigned op = *r->p++;
 		if (op >= opcode_base) {
-			/* libdw's arithmetic, in its types (unsigned int). */
-			unsigned adj = op - opcode_base;
-			g.line += (int)((unsigned)line_base + adj % line_range);
-			g.addr += (uint32_t)(min_len * (adj / line_range));
+			g.line += sp->line[op];
+			g.addr += sp->addr[op];
 			if (!add_row(d, &g, false))
 				return false;
 			g.discriminator = 0;
@@ -394,12 +408,7 @@ static bool run_program(struct dec *d, unsigned min_len, unsigned default_is_stm
 				break;
 			}
 		} else if (op <= DW_LNS_set_isa) {
-			static const unsigned char operands[DW_LNS_set_isa + 1] = {
-				[DW_LNS_advance_pc] = 1, [DW_LNS_advance_line] = 1,
-				[DW_LNS_set_file] = 1, [DW_LNS_set_column] = 1,
-				[DW_LNS_fixed_advance_pc] = 1, [DW_LNS_set_isa] = 1,
-			};
-			if (oplen[op] != operands[op])
+			if (!std_ok && oplen[op] != operands[op])
 				return false;
 			switch (op) {
 			case DW_LNS_copy:
@@ -443,6 +452,28 @@ static bool run_program(struct dec *d, unsigned min_len, unsigned default_is_stm
 			return false;
 	}
 	return true;
+}
+
+static bool run_program(struct dec *d, unsigned min_len, unsigned default_is_stmt, int line_base,
+			unsigned line_range, unsigned opcode_base, const unsigned char *oplen)
+{
+	static const unsigned char operands[DW_LNS_set_isa + 1] = {
+		[DW_LNS_advance_pc] = 1, [DW_LNS_advance_line] = 1,
+		[DW_LNS_set_file] = 1, [DW_LNS_set_column] = 1,
+		[DW_LNS_fixed_advance_pc] = 1, [DW_LNS_set_isa] = 1,
+	};
+	/* libdw's arithmetic for a special opcode, in its types (unsigned int), once for each. */
+	struct specials sp;
+	for (unsigned op = opcode_base; op < 256; op++) {
+		unsigned adj = op - opcode_base;
+		sp.line[op] = (int)((unsigned)line_base + adj % line_range);
+		sp.addr[op] = (uint32_t)(min_len * (adj / line_range));
+	}
+	bool std_ok = true;
+	for (unsigned op = 1; op < opcode_base && op <= DW_LNS_set_isa; op++)
+		std_ok = std_ok && oplen[op] == operands[op];
+	return std_ok ? run(d, min_len, default_is_stmt, line_range, opcode_base, oplen, &sp, true)
+		      : run(d, min_len, default_is_stmt, line_range, opcode_base, oplen, &sp, false);
 }
 
 /* Row order: by address, an end row before another at its address, else as read. */
