@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 /* Keys and values read in place from a record's MessagePack bytes. */
-#include <endian.h>
 #include <string.h>
 
 #include "stream/rawmap.h"
@@ -260,40 +259,6 @@ size_t sp_rawarr_u64(const struct sp_rawval *a, uint64_t *out, size_t max)
 	const unsigned char *p = a->p;
 	struct sp_rawval v;
 	for (size_t i = 0; i < n; i++) {
-		if (a->end - p >= 9) {
-			/* Room for the widest integer: no check per byte. */
-			unsigned char b = *p;
-			uint16_t h;
-			uint32_t w;
-			uint64_t d;
-			switch (b) {
-			case 0xcc:
-				out[i] = p[1];
-				p += 2;
-				continue;
-			case 0xcd:
-				memcpy(&h, p + 1, 2);
-				out[i] = be16toh(h);
-				p += 3;
-				continue;
-			case 0xce:
-				memcpy(&w, p + 1, 4);
-				out[i] = be32toh(w);
-				p += 5;
-				continue;
-			case 0xcf:
-				memcpy(&d, p + 1, 8);
-				out[i] = be64toh(d);
-				p += 9;
-				continue;
-			default:
-				if (b <= 0x7f) {
-					out[i] = b;
-					p++;
-					continue;
-				}
-			}
-		}
 		size_t took = sp_raw_uint_at(p, a->end, &out[i]);
 		if (took) {
 			p += took;

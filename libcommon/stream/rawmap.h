@@ -8,6 +8,7 @@
 #ifndef SP_STREAM_RAWMAP_H
 #define SP_STREAM_RAWMAP_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -107,16 +108,21 @@ static inline size_t sp_raw_uint_at(const unsigned char *p, const unsigned char 
 	size_t n = (size_t)1 << (*p - 0xcc);
 	if ((size_t)(end - p) <= n)
 		return 0;
-	if (n == 8) {
+	if (n == 1) {
+		*u = p[1];
+	} else if (n == 2) {
+		uint16_t v;
+		__builtin_memcpy(&v, p + 1, 2);
+		*u = be16toh(v);
+	} else if (n == 4) {
+		uint32_t v;
+		__builtin_memcpy(&v, p + 1, 4);
+		*u = be32toh(v);
+	} else {
 		uint64_t v;
 		__builtin_memcpy(&v, p + 1, 8);
-		*u = __builtin_bswap64(v);
-		return 9;
+		*u = be64toh(v);
 	}
-	uint64_t v = 0;
-	for (size_t i = 1; i <= n; i++)
-		v = v << 8 | p[i];
-	*u = v;
 	return n + 1;
 }
 

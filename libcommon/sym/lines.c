@@ -331,6 +331,13 @@ static void reset(struct regs *g, unsigned default_is_stmt)
 	*g = (struct regs){ .file = 1, .line = 1, .is_stmt = default_is_stmt };
 }
 
+/* The operands the standard gives each standard opcode. */
+static const unsigned char operands[DW_LNS_set_isa + 1] = {
+	[DW_LNS_advance_pc] = 1, [DW_LNS_advance_line] = 1,
+	[DW_LNS_set_file] = 1, [DW_LNS_set_column] = 1,
+	[DW_LNS_fixed_advance_pc] = 1, [DW_LNS_set_isa] = 1,
+};
+
 /* What each special opcode adds to the line and the address. */
 struct specials {
 	int line[256];
@@ -346,11 +353,6 @@ static inline __attribute__((always_inline)) bool
 run(struct dec *d, unsigned min_len, unsigned default_is_stmt, unsigned line_range,
     unsigned opcode_base, const unsigned char *oplen, const struct specials *sp, bool std_ok)
 {
-	static const unsigned char operands[DW_LNS_set_isa + 1] = {
-		[DW_LNS_advance_pc] = 1, [DW_LNS_advance_line] = 1,
-		[DW_LNS_set_file] = 1, [DW_LNS_set_column] = 1,
-		[DW_LNS_fixed_advance_pc] = 1, [DW_LNS_set_isa] = 1,
-	};
 	struct rd *r = &d->r;
 	struct regs g;
 	reset(&g, default_is_stmt);
@@ -457,11 +459,6 @@ run(struct dec *d, unsigned min_len, unsigned default_is_stmt, unsigned line_ran
 static bool run_program(struct dec *d, unsigned min_len, unsigned default_is_stmt, int line_base,
 			unsigned line_range, unsigned opcode_base, const unsigned char *oplen)
 {
-	static const unsigned char operands[DW_LNS_set_isa + 1] = {
-		[DW_LNS_advance_pc] = 1, [DW_LNS_advance_line] = 1,
-		[DW_LNS_set_file] = 1, [DW_LNS_set_column] = 1,
-		[DW_LNS_fixed_advance_pc] = 1, [DW_LNS_set_isa] = 1,
-	};
 	/* libdw's arithmetic for a special opcode, in its types (unsigned int), once for each. */
 	struct specials sp;
 	for (unsigned op = opcode_base; op < 256; op++) {
