@@ -46,6 +46,7 @@
 #include "stream/json.h"
 #include "stream/rawmap.h"
 #include "stream/record.h"
+#include "stream/records.h"
 #include "stream/stream.h"
 #include "stream/zstd.h"
 
@@ -434,6 +435,32 @@ static bool same_rawval(const struct sp_rawval *a, const struct sp_rawval *b)
  * same length and the same pairs.  Also the quick framing of a flat map,
  * which must never answer where sp_msgpack_frame() does not agree.
  */
+/*
+ * A stack record the scan read: its frames from the pairs (as
+ * sp-symbolize reads them) and from the record decoded are the same, and
+ * a malformed frame is one alike.
+ */
+static void check_stack(const unsigned char *p, size_t len, const struct sp_rawpair *pairs,
+			uint32_t npairs)
+{
+	msgpack_unpacked u;
+	size_t off = 0;
+	msgpack_unpacked_init(&u);
+	check(msgpack_unpack_next(&u, (const char *)p, len, &off) == MSGPACK_UNPACK_SUCCESS);
+	struct sp_record raw = { .type = SP_R_STACK, .pairs = pairs, .npairs = npairs };
+	struct sp_record dec = { .type = SP_R_STACK, .map = &u.data };
+	uint64_t ida, idb;
+	struct sp_stack_frame *fa, *fb;
+	size_t na, nb;
+	int ra = sp_stack_of(&raw, &ida, &fa, &na), rb = sp_stack_of(&dec, &idb, &fb, &nb);
+	check(ra == rb);
+	if (ra == 0)
+		check(ida == idb && na == nb && (!na || memcmp(fa, fb, na * sizeof(*fa)) == 0));
+	free(fa);
+	free(fb);
+	msgpack_unpacked_destroy(&u);
+}
+
 static void check_scan(const unsigned char *p, size_t len)
 {
 	static struct sp_rawpair a[64], b[64];
@@ -448,6 +475,8 @@ static void check_scan(const unsigned char *p, size_t len)
 		for (uint32_t i = 0; i < na; i++)
 			check(a[i].id == b[i].id && same_rawval(&a[i].key, &b[i].key) &&
 			      same_rawval(&a[i].val, &b[i].val));
+		if (t == SP_R_STACK)
+			check_stack(p, la, a, na);
 	}
 	size_t flat = sp_msgpack_frame_flat(p, len);
 	if (flat) {

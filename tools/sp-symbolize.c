@@ -214,15 +214,14 @@ static void name_stack(struct sp_namer *sym, struct sp_writer *w, uint64_t id,
 static int symbolize_stack(struct sp_namer *sym, struct sp_writer *w,
 			   const struct sp_record *rec)
 {
-	uint64_t id = 0;
-	sp_map_u64(rec->map, "id", &id);
-	const msgpack_object_array *fr = sp_map_array(rec->map, "frames");
-	struct sp_stack_frame *refs = sp_xmalloc((fr->size ? fr->size : 1) * sizeof(*refs));
-	int rc = 0;
-	for (uint32_t i = 0; i < fr->size && rc == 0; i++)
-		rc = sp_stack_frame_decode(&fr->ptr[i], &refs[i]);
+	uint64_t id;
+	struct sp_stack_frame *refs;
+	size_t n;
+	int rc = sp_stack_of(rec, &id, &refs, &n);
+	if (rc == -2)
+		sp_die(SP_EXIT_FATAL, "out of memory");
 	if (rc == 0)
-		name_stack(sym, w, id, refs, fr->size);
+		name_stack(sym, w, id, refs, n);
 	free(refs);
 	return rc;
 }
@@ -401,6 +400,7 @@ int main(int argc, char **argv)
 	sp_reader_set_max_record(r, max_record);
 	/* Samples are copied as they are: the stage after this one reads them. */
 	sp_reader_pass_through(r, 1ull << SP_R_SAMPLE);
+	sp_reader_undecoded(r, 1ull << SP_R_STACK);	/* read from their bytes */
 	sp_reader_set_idle(r, flush_out, w);
 	if (follow) {
 		struct sigaction sa = { .sa_handler = sp_on_signal };

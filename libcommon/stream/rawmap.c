@@ -34,6 +34,24 @@ static const unsigned char *skip_elements(const unsigned char *p, const unsigned
 				return NULL;
 			continue;
 		}
+		if (b >= 0x90 && b <= 0x9f) {
+			/* A short array of integers and nils (a stack's frame) at once. */
+			const unsigned char *q = p + 1;
+			unsigned k = b & 0x0f;
+			for (; k && q < end; k--) {
+				unsigned char e = *q;
+				if (e <= 0x7f || e >= 0xe0 || e == 0xc0)
+					q++;
+				else if (e >= 0xcc && e <= 0xd3)
+					q += 1 + (1u << ((e - 0xcc) & 3));
+				else
+					break;
+			}
+			if (!k && q <= end) {
+				p = q;
+				continue;
+			}
+		}
 		if ((b >= 0x80 && b <= 0x9f) || (b >= 0xdc && b <= 0xdf)) {
 			/*
 			 * A container in a record's value: framed without

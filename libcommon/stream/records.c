@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The writers of the recorder's records (records.h). */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "stream/rawmap.h"
+#include "stream/record.h"
 #include "stream/records.h"
 #include "stream/stream.h"
 #include "stream/vocab.h"
@@ -293,6 +297,95 @@ int sp_stack_frame_decode(const msgpack_object *o, struct sp_stack_frame *f)
 	f->rel = e[2].via.u64;
 	f->flags = e[3].via.u64;
 	return 0;
+}
+
+/* One frame of a stack record read undecoded, as sp_stack_frame_decode() reads it decoded. */
+static int frame_of_raw(const struct sp_rawval *o, struct sp_stack_frame *f)
+{
+	struct sp_rawval e[4];
+	if (o->kind != SP_RAW_ARRAY || o->u < 4)
+		return -1;
+	const unsigned char *p = o->p;
+	for (int i = 0; i < 4; i++) {
+		if (!sp_raw_value(p, o->end, &e[i]))
+			return -1;
+		p = e[i].end;
+	}
+	if (e[0].kind != SP_RAW_UINT || (e[1].kind != SP_RAW_UINT && e[1].kind != SP_RAW_NIL) ||
+	    e[2].kind != SP_RAW_UINT || e[3].kind != SP_RAW_UINT)
+		return -1;
+	f->addr = e[0].u;
+	f->module = e[1].kind == SP_RAW_UINT ? e[1].u : SP_NO_MODULE;
+	f->rel = e[2].u;
+	f->flags = e[3].u;
+	return 0;
+}
+
+static pthread_once_t stack_keys_once = PTHREAD_ONCE_INIT;
+static int id_key, frames_key;
+
+static void find_stack_keys(void)
+{
+	id_key = sp_record_key_index(SP_R_STACK, "id");
+	frames_key = sp_record_key_index(SP_R_STACK, "frames");
+}
+
+int sp_stack_of(const struct sp_record *rec, uint64_t *id, struct sp_stack_frame **frames,
+		size_t *n)
+{
+	*id = 0;
+	*frames = NULL;
+	*n = 0;
+	if (!rec->pairs) {
+		sp_map_u64(rec->map, "id", id);
+		const msgpack_object_array *fr = sp_map_array(rec->map, "frames");
+		size_t size = fr ? fr->size : 0;
+		if (!(*frames = malloc((size ? size : 1) * sizeof(**frames))))
+			return -2;
+		for (size_t i = 0; i < size; i++)
+			if (sp_stack_frame_decode(&fr->ptr[i], &(*frames)[i]) < 0)
+				goto bad;
+		*n = size;
+		return 0;
+	}
+	pthread_once(&stack_keys_once, find_stack_keys);
+	const struct sp_rawval *fr = NULL;
+	for (uint32_t j = 0; j < rec->npairs; j++) {
+		const struct sp_rawval *v = &rec->pairs[j].val;
+		if (rec->pairs[j].id == id_key && v->kind == SP_RAW_UINT)
+			*id = v->u;
+		else if (rec->pairs[j].id == frames_key && v->kind == SP_RAW_ARRAY)
+			fr = v;
+	}
+	size_t size = fr ? fr->u : 0;
+	if (!(*frames = malloc((size ? size : 1) * sizeof(**frames))))
+		return -2;
+	const unsigned char *p = fr ? fr->p : NULL;
+	for (size_t i = 0; i < size; i++) {
+		struct sp_stack_frame *f = &(*frames)[i];
+		size_t a, b = 1, c, d;
+		/* The writer's own form, a fixarray of four integers (the module's maybe nil), at once. */
+		if (p < fr->end && *p == 0x94 && (a = sp_raw_uint_at(p + 1, fr->end, &f->addr)) &&
+		    p + 1 + a < fr->end &&
+		    (p[1 + a] == 0xc0 || (b = sp_raw_uint_at(p + 1 + a, fr->end, &f->module))) &&
+		    (c = sp_raw_uint_at(p + 1 + a + b, fr->end, &f->rel)) &&
+		    (d = sp_raw_uint_at(p + 1 + a + b + c, fr->end, &f->flags))) {
+			if (p[1 + a] == 0xc0)
+				f->module = SP_NO_MODULE;
+			p += 1 + a + b + c + d;
+			continue;
+		}
+		struct sp_rawval e;
+		if (!sp_raw_value(p, fr->end, &e) || frame_of_raw(&e, f) < 0)
+			goto bad;
+		p = e.end;
+	}
+	*n = size;
+	return 0;
+bad:
+	free(*frames);
+	*frames = NULL;
+	return -1;
 }
 
 void sp_write_frame(struct sp_writer *w, const struct sp_frame_rec *f)

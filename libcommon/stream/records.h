@@ -205,6 +205,16 @@ void sp_write_stack(struct sp_writer *w, uint64_t id, const struct sp_stack_fram
 /* Decodes one frame of a stack record; returns 0, or -1 when it is malformed. */
 int sp_stack_frame_decode(const msgpack_object *o, struct sp_stack_frame *f);
 
+/*
+ * A stack record's id and frames, decoded or read undecoded
+ * (sp_reader_undecoded()): the frames into *frames, malloc'd, which the
+ * caller frees.  Returns 0, -1 when a frame is malformed (nothing kept),
+ * -2 when memory runs out.
+ */
+struct sp_record;
+int sp_stack_of(const struct sp_record *rec, uint64_t *id, struct sp_stack_frame **frames,
+		size_t *n);
+
 /* An inlined call of a symbolized frame, innermost first. */
 struct sp_inline {
 	const char *name, *file;	/* file NULL when unknown */

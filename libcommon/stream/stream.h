@@ -277,7 +277,12 @@ static inline void sp_mapw_u64(struct sp_mapw *m, const char *key, uint64_t v)
 	sp_mapw_u64n(m, key, __builtin_strlen(key), v);	/* known when key is a literal */
 }
 void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v);
-void sp_mapw_str(struct sp_mapw *m, const char *key, const char *s);
+/* A key of kn bytes and a string of sn bytes. */
+void sp_mapw_strkn(struct sp_mapw *m, const char *key, size_t kn, const char *s, size_t sn);
+static inline void sp_mapw_str(struct sp_mapw *m, const char *key, const char *s)
+{
+	sp_mapw_strkn(m, key, __builtin_strlen(key), s, __builtin_strlen(s));
+}
 void sp_mapw_strn(struct sp_mapw *m, const char *key, const char *s, size_t n);
 void sp_mapw_bin(struct sp_mapw *m, const char *key, const void *p, size_t n);
 void sp_mapw_bool(struct sp_mapw *m, const char *key, bool v);

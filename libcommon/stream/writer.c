@@ -243,7 +243,6 @@ void sp_pack_key(msgpack_packer *pk, const char *key)
 
 void sp_mapw_begin(struct sp_mapw *m, struct sp_writer *w)
 {
-	static const unsigned char placeholder[MAP_HDR_MAX] = { 0xdf };
 	m->w = w;
 	m->n = 0;
 	/*
@@ -256,7 +255,14 @@ void sp_mapw_begin(struct sp_mapw *m, struct sp_writer *w)
 		sp_writer_flush(w);
 	w->hold++;
 	m->start = w->len;
-	sp_writer_raw(w, placeholder, sizeof(placeholder));
+	/* Room for a fixmap's header, the commonest; sp_mapw_end() makes more when it needs it. */
+	static const unsigned char placeholder = 0x80;
+	if (!w->err && w->len < w->cap) {
+		w->buf[w->len++] = (char)placeholder;
+		w->bytes++;
+	} else {
+		sp_writer_raw(w, &placeholder, 1);
+	}
 }
 
 msgpack_packer *sp_mapw_key(struct sp_mapw *m, const char *key)
@@ -283,11 +289,25 @@ void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv)
  * A short key and its value in one write: the bytes msgpack_pack_str()
  * and msgpack_pack_uint64() write (a fixstr; the shortest unsigned form).
  */
-static size_t put_fixstr(unsigned char *b, const char *s, size_t n)
+
+/* A key shorter than 32 bytes as a fixstr; a short one copied by moves of its known size. */
+static inline __attribute__((always_inline)) void put_key(unsigned char *b, const char *key,
+							  size_t kn)
 {
-	b[0] = (unsigned char)(0xa0 | n);
-	memcpy(b + 1, s, n);
-	return n + 1;
+	b[0] = (unsigned char)(0xa0 | kn);
+	switch (kn) {
+	case 1: memcpy(b + 1, key, 1); break;
+	case 2: memcpy(b + 1, key, 2); break;
+	case 3: memcpy(b + 1, key, 3); break;
+	case 4: memcpy(b + 1, key, 4); break;
+	case 5: memcpy(b + 1, key, 5); break;
+	case 6: memcpy(b + 1, key, 6); break;
+	case 7: memcpy(b + 1, key, 7); break;
+	case 8: memcpy(b + 1, key, 8); break;
+	default:
+		for (size_t i = 0; i < kn; i++)	/* a few bytes: no call */
+			b[1 + i] = (unsigned char)key[i];
+	}
 }
 
 static size_t put_uint(unsigned char *b, uint64_t v)
@@ -334,9 +354,7 @@ void sp_mapw_u64n(struct sp_mapw *m, const char *key, size_t kn, uint64_t v)
 	}
 	/* Straight into the buffer: the bytes msgpack_pack_str() and msgpack_pack_uint64() write. */
 	unsigned char *b = (unsigned char *)w->buf + w->len;
-	b[0] = (unsigned char)(0xa0 | kn);
-	for (size_t i = 0; i < kn; i++)	/* a few bytes: no call */
-		b[1 + i] = (unsigned char)key[i];
+	put_key(b, key, kn);
 	size_t n = kn + 1 + put_uint(b + kn + 1, v);
 	m->n++;
 	w->len += n;
@@ -348,20 +366,51 @@ void sp_mapw_i64(struct sp_mapw *m, const char *key, int64_t v)
 	msgpack_pack_int64(sp_mapw_key(m, key), v);
 }
 
-void sp_mapw_str(struct sp_mapw *m, const char *key, const char *s)
+/* A string's header, as msgpack_pack_str() writes it; returns its length. */
+static size_t put_str_head(unsigned char *b, size_t n)
 {
-	size_t kn = strlen(key), sn = strlen(s);
-	if (kn >= 32 || sn >= 32) {
+	if (n < 32) {
+		b[0] = (unsigned char)(0xa0 | n);
+		return 1;
+	}
+	if (n < 256) {
+		b[0] = 0xd9;
+		b[1] = (unsigned char)n;
+		return 2;
+	}
+	if (n < 65536) {
+		b[0] = 0xda;
+		b[1] = (unsigned char)(n >> 8);
+		b[2] = (unsigned char)n;
+		return 3;
+	}
+	b[0] = 0xdb;
+	b[1] = (unsigned char)(n >> 24);
+	b[2] = (unsigned char)(n >> 16);
+	b[3] = (unsigned char)(n >> 8);
+	b[4] = (unsigned char)n;
+	return 5;
+}
+
+void sp_mapw_strkn(struct sp_mapw *m, const char *key, size_t kn, const char *s, size_t sn)
+{
+	struct sp_writer *w = m->w;
+	if (kn >= 32 || w->err || w->cap - w->len < kn + sn + 6) {
 		msgpack_packer *pk = sp_mapw_key(m, key);
 		msgpack_pack_str(pk, sn);
 		msgpack_pack_str_body(pk, s, sn);
 		return;
 	}
-	unsigned char b[64];
-	size_t n = put_fixstr(b, key, kn);
-	n += put_fixstr(b + n, s, sn);
+	/* Straight into the buffer: the bytes msgpack_pack_str() and its body write. */
+	unsigned char *b = (unsigned char *)w->buf + w->len;
+	put_key(b, key, kn);
+	size_t n = kn + 1;
+	n += put_str_head(b + n, sn);
+	memcpy(b + n, s, sn);
+	n += sn;
 	m->n++;
-	packer_write(m->w, (const char *)b, n);
+	w->len += n;
+	w->bytes += n;
 }
 
 void sp_mapw_strn(struct sp_mapw *m, const char *key, const char *s, size_t n)
@@ -396,29 +445,33 @@ int sp_mapw_end(struct sp_mapw *m)
 		return -1;
 	}
 	/* The smallest header for the count, as msgpack_pack_map() would write. */
-	unsigned char *h = (unsigned char *)w->buf + m->start;
-	size_t hl;
 	uint32_t n = m->n;
 	if (n < 16) {
-		h[0] = (unsigned char)(0x80 | n);
-		hl = 1;
-	} else if (n < 65536) {
+		w->buf[m->start] = (char)(0x80 | n);
+		return 0;
+	}
+	unsigned char h[MAP_HDR_MAX];
+	size_t hl;
+	if (n < 65536) {
 		h[0] = 0xde;
 		h[1] = (unsigned char)(n >> 8);
 		h[2] = (unsigned char)n;
 		hl = 3;
 	} else {
+		h[0] = 0xdf;
 		h[1] = (unsigned char)(n >> 24);
 		h[2] = (unsigned char)(n >> 16);
 		h[3] = (unsigned char)(n >> 8);
 		h[4] = (unsigned char)n;
 		hl = MAP_HDR_MAX;
 	}
-	size_t body = w->len - m->start - MAP_HDR_MAX;
-	if (hl < MAP_HDR_MAX) {
-		memmove(h + hl, h + MAP_HDR_MAX, body);
-		w->len -= MAP_HDR_MAX - hl;
-		w->bytes -= MAP_HDR_MAX - hl;
-	}
+	/* The body moves up to make room for the longer header. */
+	size_t body = w->len - m->start - 1;
+	if (w->cap - w->len < hl - 1 && hold_room(w, hl - 1) < 0)
+		return -1;
+	memmove(w->buf + m->start + hl, w->buf + m->start + 1, body);
+	memcpy(w->buf + m->start, h, hl);
+	w->len += hl - 1;
+	w->bytes += hl - 1;
 	return 0;
 }
