@@ -20,6 +20,9 @@
 #include "stream/zstd.h"
 #include "tool.h"
 
+/* What a pipe between two stages holds (widen_pipe()). */
+#define PIPE_BYTES (1 << 20)
+
 const char *sp_progname = "stackpulse";
 
 /*
@@ -442,6 +445,19 @@ static void sniff_input(int fd, const char *path, const char *name, const struct
 		refuse_kind(sp_sniff(buf, (size_t)n), path, name);
 }
 
+/*
+ * A pipe between two stages holds 1 MiB instead of the kernel's 64 KiB:
+ * the stage before then runs on while the one after starts up (opening
+ * its modules) or takes a long record, instead of waiting on it each
+ * time the pipe fills.  Where the kernel refuses (a user past the limit
+ * of pipe-user-pages-soft), the pipe stays as it was.
+ */
+static void widen_pipe(int fd, const struct stat *st)
+{
+	if (S_ISFIFO(st->st_mode) && fcntl(fd, F_GETPIPE_SZ) < PIPE_BYTES)
+		(void)fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES);
+}
+
 static int open_input(const char *path, bool stream)
 {
 	char buf[PATH_MAX + 8];
@@ -464,8 +480,10 @@ static int open_input(const char *path, bool stream)
 		wait_for_writer(fd, name);
 	if (path)
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	if (stream)
+	if (stream) {
+		widen_pipe(fd, &st);
 		sniff_input(fd, path, name, &st);
+	}
 	return fd;
 }
 
@@ -758,6 +776,8 @@ static int open_output(const char *path, bool binary)
 	if (binary && isatty(fd))
 		sp_die(SP_EXIT_USAGE, "refusing to write a binary stream to a terminal; "
 		       "redirect it to a file or a pipe, or use -o FILE");
+	if (binary && fstat(fd, &st) == 0)
+		widen_pipe(fd, &st);
 	output.cookie.fd = fd;
 	return fd;
 }
