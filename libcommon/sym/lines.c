@@ -671,51 +671,54 @@ bool sp_linesecs_read(Elf *elf, struct sp_linesecs *out)
 	    eh.e_type == ET_REL || elf_getshdrstrndx(elf, &shstrndx) != 0)
 		return false;
 	struct sp_linesecs s = { 0 };
+	/*
+	 * libdw takes the first section of each name, leaving out those of
+	 * no bytes and those in a group; a name seen twice, or also as
+	 * GNU's .zdebug_ form, is one it may read otherwise than we would:
+	 * then the units' sections are libdw's to read, and the tables too.
+	 */
+	bool twice[6] = { false };
+	static const char *const names[6] = { "aranges", "info", "abbrev", "line", "line_str", "str" };
+	const unsigned char **where[6] = { &s.aranges, &s.info, &s.abbrev, &s.line, &s.line_str,
+					   &s.str };
+	size_t *lens[6] = { &s.aranges_len, &s.info_len, &s.abbrev_len, &s.line_len,
+			    &s.line_str_len, &s.str_len };
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
 		const char *name;
 		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
 			continue;
-		const unsigned char **p;
-		size_t *len;
-		Elf_Data *d;
+		bool gnu_z = strncmp(name, ".zdebug_", 8) == 0;
+		if (!gnu_z && strncmp(name, ".debug_", 7) != 0)
+			continue;
+		int k = 0;
+		while (k < 6 && strcmp(name + (gnu_z ? 8 : 7), names[k]) != 0)
+			k++;
+		if (k == 6 || sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_GROUP))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!gnu_z && !(sh.sh_flags & SHF_COMPRESSED) && d && (!d->d_buf || !d->d_size))
+			continue;	/* no bytes: libdw leaves it out */
+		if (*where[k] || twice[k] || gnu_z) {
+			twice[k] = true;
+			*where[k] = NULL;
+			*lens[k] = 0;
+			continue;
+		}
 		/* The units' sections: read when they can be, never a reason to refuse. */
-		if (strcmp(name, ".debug_aranges") == 0 || strcmp(name, ".debug_info") == 0 ||
-		    strcmp(name, ".debug_abbrev") == 0) {
-			if (sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED) ||
-			    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
-				continue;
-			if (name[8] == 'n') {
-				s.info = d->d_buf;
-				s.info_len = d->d_size;
-			} else if (name[8] == 'r') {
-				s.aranges = d->d_buf;
-				s.aranges_len = d->d_size;
-			} else {
-				s.abbrev = d->d_buf;
-				s.abbrev_len = d->d_size;
-			}
+		if ((sh.sh_flags & SHF_COMPRESSED) || !d || !d->d_buf) {
+			if (k >= 3)
+				return false;
+			twice[k] = true;	/* libdw's to read */
 			continue;
 		}
-		if (strcmp(name, ".debug_line") == 0) {
-			p = &s.line;
-			len = &s.line_len;
-		} else if (strcmp(name, ".debug_line_str") == 0) {
-			p = &s.line_str;
-			len = &s.line_str_len;
-		} else if (strcmp(name, ".debug_str") == 0) {
-			p = &s.str;
-			len = &s.str_len;
-		} else {
-			continue;
-		}
-		if (sh.sh_type == SHT_NOBITS || (sh.sh_flags & SHF_COMPRESSED) ||
-		    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
-			return false;
-		*p = d->d_buf;
-		*len = d->d_size;
+		*where[k] = d->d_buf;
+		*lens[k] = d->d_size;
 	}
+	for (int k = 3; k < 6; k++)
+		if (twice[k])
+			return false;
 	*out = s;
 	return s.line != NULL;
 }
