@@ -10,6 +10,9 @@
  *     offsets, and the same verdict on other top-level DIEs with an
  *     address, whenever our walk took the unit;
  *   - every range found has its end above its start;
+ *   - each function's scopes (its inlined calls and blocks) read from the
+ *     bytes (sp_fn_scopes_read_bytes()) are those read through libdw:
+ *     the same DIEs with the same ranges, in the same order;
  *   - sp_dies_walk() alone on the input as .debug_info (and the same
  *     bytes as .debug_abbrev) returns one of its codes, visits DIEs at
  *     increasing offsets inside the bytes, and never more than the bytes
@@ -28,11 +31,33 @@
 
 #include "sym/dies.h"
 #include "sym/lines.h"
+#include "sym/scopes.h"
 
 static void check(int cond)
 {
 	if (!cond)
 		abort();
+}
+
+/* Each function's scopes read from the bytes and through libdw: the same. */
+static void compare_scopes(Dwarf *dw, Dwarf_Die *cu, const struct sp_linesecs *s,
+			   const struct sp_unit_fns *fns)
+{
+	uint64_t unit_off;
+	struct sp_dies_unit *u = NULL;
+	if (!sp_dies_unit_of(dw, cu, s, &unit_off) || sp_dies_unit_open(&u, s, unit_off) != SP_DIES_OK)
+		return;
+	for (size_t i = 0; i < fns->n && i < 64; i++) {
+		Dwarf_Die fn;
+		if (!dwarf_offdie(dw, fns->v[i].die, &fn))
+			continue;
+		struct sp_fn_scopes *a = sp_fn_scopes_read_bytes(dw, u, &fn, cu, NULL);
+		struct sp_fn_scopes *b = sp_fn_scopes_read(&fn, cu, NULL);
+		check(!a || !b || sp_fn_scopes_same(a, b));
+		sp_fn_scopes_free(a);
+		sp_fn_scopes_free(b);
+	}
+	sp_dies_unit_free(u);
 }
 
 static void compare(Dwarf *dw, Dwarf_Die *cu, const struct sp_linesecs *s, bool c_only)
@@ -50,6 +75,8 @@ static void compare(Dwarf *dw, Dwarf_Die *cu, const struct sp_linesecs *s, bool 
 		      ours.v[i].die == theirs.v[i].die);
 		check(ours.v[i].hi > ours.v[i].lo);
 	}
+	if (!c_only)
+		compare_scopes(dw, cu, s, &theirs);
 	sp_unit_fns_free(&ours);
 	sp_unit_fns_free(&theirs);
 }

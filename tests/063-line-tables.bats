@@ -7,9 +7,11 @@
 # position of each row's address and the bytes around it, and the unit
 # sym/aranges.c finds by .debug_aranges for those addresses and the ends
 # of its ranges with libdwfl's, and each unit's functions found by our walk
-# of its DIEs' bytes (libcommon/sym/dies.c) with those found through libdw;
-# it prints "FILE: U units, D decoded, L to libdw, A addresses, R by
-# aranges, W walked, N differences".
+# of its DIEs' bytes (libcommon/sym/dies.c) with those found through libdw,
+# and each function's scopes (its inlined calls and blocks,
+# libcommon/sym/scopes.c) read from the bytes with those read through
+# libdw; it prints "FILE: U units, D decoded, L to libdw, A addresses, R
+# by aranges, W walked, F functions, S scopes by bytes, N differences".
 # tests/unit/lines.c covers the tables the decoder leaves to libdw.
 
 load helper
@@ -23,19 +25,22 @@ check() {
 	[ "${#lines[@]}" -eq $# ]
 	local l
 	for l in "${lines[@]}"; do
-		[[ $l =~ ([0-9]+)\ units,\ ([0-9]+)\ decoded,\ 0\ to\ libdw,\ [0-9]+\ addresses,\ [0-9]+\ by\ aranges,\ ([0-9]+)\ walked,\ 0\ differences$ ]]
+		[[ $l =~ ([0-9]+)\ units,\ ([0-9]+)\ decoded,\ 0\ to\ libdw,\ [0-9]+\ addresses,\ [0-9]+\ by\ aranges,\ ([0-9]+)\ walked,\ [0-9]+\ functions,\ [0-9]+\ scopes\ by\ bytes,\ 0\ differences$ ]]
 		[ "${BASH_REMATCH[1]}" -gt 0 ]
 		[ "${BASH_REMATCH[2]}" -eq "${BASH_REMATCH[1]}" ]
 	done
 }
 
 # all_walked: in each line of check's output, our DIE walk read every unit
-# (none left to libdw).
+# (none left to libdw), and every function's scopes were read from the
+# bytes.
 all_walked() {
 	local l
 	for l in "${lines[@]}"; do
-		[[ $l =~ \ ([0-9]+)\ units,.*\ ([0-9]+)\ walked, ]]
+		[[ $l =~ \ ([0-9]+)\ units,.*\ ([0-9]+)\ walked,\ ([0-9]+)\ functions,\ ([0-9]+)\ scopes ]]
 		[ "${BASH_REMATCH[2]}" -eq "${BASH_REMATCH[1]}" ]
+		[ "${BASH_REMATCH[3]}" -gt 0 ]
+		[ "${BASH_REMATCH[4]}" -eq "${BASH_REMATCH[3]}" ]
 	done
 }
 

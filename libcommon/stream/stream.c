@@ -159,18 +159,25 @@ void sp_reader_undecoded(struct sp_reader *r, uint64_t types)
  * alone, when that is "t" with a short string, as every writer puts it;
  * SP_R_UNKNOWN otherwise, and then the record is decoded whole.
  */
-static enum sp_rtype peek_type(const unsigned char *p, size_t len, const char **name,
-			       size_t *namelen)
+/* Where the type's name lies when "t" is a record's first key; false when it is not. */
+static bool peek_name(const unsigned char *p, size_t len, const char **name, size_t *namelen)
 {
 	size_t at = p[0] >= 0x81 && p[0] <= 0x8f ? 1 : p[0] == 0xde ? 3 : p[0] == 0xdf ? 5 : 0;
 	if (!at || at + 3 > len || p[at] != 0xa1 || p[at + 1] != 't' || (p[at + 2] & 0xe0) != 0xa0)
-		return SP_R_UNKNOWN;
+		return false;
 	size_t n = p[at + 2] & 0x1f;
 	if (at + 3 + n > len)
-		return SP_R_UNKNOWN;
+		return false;
 	*name = (const char *)p + at + 3;
 	*namelen = n;
-	return sp_rtype_from_name(*name, n);
+	return true;
+}
+
+static enum sp_rtype peek_type(const unsigned char *p, size_t len, const char **name,
+			       size_t *namelen)
+{
+	return peek_name(p, len, name, namelen) ? sp_rtype_from_name(*name, *namelen)
+						: SP_R_UNKNOWN;
 }
 
 void sp_reader_set_follow(struct sp_reader *r, volatile int *stop, int poll_ms)
@@ -797,12 +804,17 @@ static int reader_take_header(struct sp_reader *r, const struct sp_record *rec)
  * plainly valid, read from its bytes in one walk (framing, checking and
  * finding its pairs); false leaves it to be framed and decoded.
  */
-static bool take_undecoded(struct sp_reader *r, struct sp_record *rec, size_t avail)
+static bool take_undecoded(struct sp_reader *r, struct sp_record *rec, size_t avail,
+			   enum sp_rtype *peeked)
 {
 	const unsigned char *p = r->buf + r->start;
 	const char *name;
 	size_t namelen, len;
-	enum sp_rtype t = peek_type(p, avail, &name, &namelen);
+	*peeked = SP_R_COUNT;
+	if (!peek_name(p, avail, &name, &namelen))
+		return false;
+	/* Kept for the pass-through check: the type of the name found whole. */
+	enum sp_rtype t = *peeked = sp_rtype_from_name(name, namelen);
 	if (t == SP_R_UNKNOWN || !(r->undecoded & 1ull << t))
 		return false;
 	len = sp_record_scan_raw(t, p, avail < r->max_record ? avail : r->max_record,
@@ -847,6 +859,7 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 
 	long len;
 	const char *why = NULL;
+	enum sp_rtype peeked = SP_R_COUNT;	/* not peeked yet */
 	for (;;) {
 		size_t avail = r->end - r->start;
 		int zm = avail > 0 && !is_map_byte(r->buf[r->start]) ?
@@ -877,7 +890,7 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 					    r->records == 0 ? ": not a stackpulse stream" : "");
 			return SP_READ_ERROR;
 		}
-		if (r->undecoded && r->have_header && avail && take_undecoded(r, rec, avail))
+		if (r->undecoded && r->have_header && avail && take_undecoded(r, rec, avail, &peeked))
 			return SP_READ_RECORD;
 		len = (long)sp_msgpack_frame_flat(r->buf + r->start, avail);
 		if (!len)
@@ -925,7 +938,10 @@ enum sp_read_status sp_reader_next(struct sp_reader *r, struct sp_record *rec)
 	if (r->pass_through && r->have_header) {
 		const char *name;
 		size_t namelen;
-		enum sp_rtype t = peek_type(r->buf + r->start, (size_t)len, &name, &namelen);
+		/* The type take_undecoded() found, when its name lies whole in the record. */
+		enum sp_rtype t = peeked != SP_R_COUNT && peek_name(r->buf + r->start, (size_t)len,
+								      &name, &namelen) ? peeked :
+				  peek_type(r->buf + r->start, (size_t)len, &name, &namelen);
 		if (t != SP_R_UNKNOWN && (r->pass_through & 1ull << t)) {
 			*rec = (struct sp_record){ .type = t, .type_name = name, .type_len = namelen,
 						   .raw = raw, .raw_len = (size_t)len,

@@ -425,50 +425,64 @@ static int walk_list(const struct walk *w, const unsigned char *die, unsigned de
 	}
 }
 
-int sp_dies_walk(const unsigned char *info, size_t len, uint64_t unit_off,
-		 const unsigned char *abbrev, size_t abbrev_len, bool c_only,
-		 int (*visit)(void *arg, const struct sp_die_seen *d), void *arg)
+/*
+ * Reads the header and abbreviations of the unit whose header starts at
+ * unit_off into w; *die: the unit's DIE.  SP_DIES_OK, SP_DIES_ASK_LIBDW
+ * or SP_DIES_NOMEM (w's memory is freed by the caller either way).
+ */
+static int unit_open(struct walk *w, const unsigned char *info, size_t len, uint64_t unit_off,
+		     const unsigned char *abbrev, size_t abbrev_len, const unsigned char **die)
 {
 	if (!info || !abbrev || unit_off >= len || len - unit_off < 11)
 		return SP_DIES_ASK_LIBDW;
 	const unsigned char *p = info + unit_off, *end = info + len;
-	struct walk w = { .start = p, .c_only = c_only, .visit = visit, .arg = arg };
+	w->start = p;
 	uint64_t length = le(p, 4);
 	p += 4;
-	w.offset_size = 4;
+	w->offset_size = 4;
 	if (length == 0xffffffff) {
 		if (end - p < 8)
 			return SP_DIES_ASK_LIBDW;
 		length = le(p, 8);
 		p += 8;
-		w.offset_size = 8;
+		w->offset_size = 8;
 	} else if (length >= 0xfffffff0) {
 		return SP_DIES_ASK_LIBDW;
 	}
 	if (length > (uint64_t)(end - p) || length < 2)
 		return SP_DIES_ASK_LIBDW;
-	w.end = p + length;
-	w.version = (unsigned)le(p, 2);
+	w->end = p + length;
+	w->version = (unsigned)le(p, 2);
 	p += 2;
 	uint64_t abbrev_off;
-	if (w.version < 2 || w.version > 5)
+	if (w->version < 2 || w->version > 5)
 		return SP_DIES_ASK_LIBDW;
-	if (w.version == 5) {
-		if (w.end - p < 2 + w.offset_size || (p[0] != DW_UT_compile && p[0] != DW_UT_partial))
+	if (w->version == 5) {
+		if (w->end - p < 2 + w->offset_size || (p[0] != DW_UT_compile && p[0] != DW_UT_partial))
 			return SP_DIES_ASK_LIBDW;
-		w.addr_size = p[1];
-		abbrev_off = le(p + 2, w.offset_size);
-		p += 2 + w.offset_size;
+		w->addr_size = p[1];
+		abbrev_off = le(p + 2, w->offset_size);
+		p += 2 + w->offset_size;
 	} else {
-		if ((size_t)(w.end - p) < 1 + w.offset_size)
+		if ((size_t)(w->end - p) < 1 + w->offset_size)
 			return SP_DIES_ASK_LIBDW;
-		abbrev_off = le(p, w.offset_size);
-		w.addr_size = p[w.offset_size];
-		p += w.offset_size + 1;
+		abbrev_off = le(p, w->offset_size);
+		w->addr_size = p[w->offset_size];
+		p += w->offset_size + 1;
 	}
-	if (w.addr_size != 4 && w.addr_size != 8)
+	if (w->addr_size != 4 && w->addr_size != 8)
 		return SP_DIES_ASK_LIBDW;
-	int rc = read_abbrevs(&w, abbrev, abbrev_len, abbrev_off);
+	*die = p;
+	return read_abbrevs(w, abbrev, abbrev_len, abbrev_off);
+}
+
+int sp_dies_walk(const unsigned char *info, size_t len, uint64_t unit_off,
+		 const unsigned char *abbrev, size_t abbrev_len, bool c_only,
+		 int (*visit)(void *arg, const struct sp_die_seen *d), void *arg)
+{
+	struct walk w = { .c_only = c_only, .visit = visit, .arg = arg };
+	const unsigned char *p;
+	int rc = unit_open(&w, info, len, unit_off, abbrev, abbrev_len, &p);
 	if (rc == SP_DIES_OK) {
 		/* The unit's DIE, then its children. */
 		const unsigned char *child;
@@ -480,6 +494,93 @@ int sp_dies_walk(const unsigned char *info, size_t len, uint64_t unit_off,
 	}
 	free(w.ab);
 	free(w.forms);
+	return rc;
+}
+
+/* ---- a unit's DIEs by offset ---- */
+
+struct sp_dies_unit {
+	struct walk w;
+	uint64_t unit_off;
+	const unsigned char *die;	/* the unit's DIE */
+};
+
+int sp_dies_unit_open(struct sp_dies_unit **out, const struct sp_linesecs *s, uint64_t unit_off)
+{
+	*out = NULL;
+	struct sp_dies_unit *u = calloc(1, sizeof(*u));
+	if (!u)
+		return SP_DIES_NOMEM;
+	int rc = unit_open(&u->w, s->info, s->info_len, unit_off, s->abbrev, s->abbrev_len, &u->die);
+	if (rc != SP_DIES_OK) {
+		sp_dies_unit_free(u);
+		return rc;
+	}
+	u->unit_off = unit_off;
+	*out = u;
+	return SP_DIES_OK;
+}
+
+void sp_dies_unit_free(struct sp_dies_unit *u)
+{
+	if (!u)
+		return;
+	free(u->w.ab);
+	free(u->w.forms);
+	free(u);
+}
+
+int sp_dies_walk_unit(const struct sp_dies_unit *u, bool c_only,
+		      int (*visit)(void *arg, const struct sp_die_seen *d), void *arg)
+{
+	struct walk w = u->w;
+	w.c_only = c_only;
+	w.visit = visit;
+	w.arg = arg;
+	/* The unit's DIE, then its children. */
+	const unsigned char *child;
+	int rc = first_child(&w, u->die, &child);
+	if (rc == 0)
+		rc = walk_list(&w, child, 0);
+	else if (rc > 0)
+		rc = SP_DIES_OK;
+	return rc;
+}
+
+/* The DIE at off of .debug_info, when it lies in the unit. */
+static const unsigned char *die_at(const struct sp_dies_unit *u, uint64_t off)
+{
+	if (off < u->unit_off || off - u->unit_off >= (uint64_t)(u->w.end - u->w.start))
+		return NULL;
+	return u->w.start + (off - u->unit_off);
+}
+
+int sp_dies_read(const struct sp_dies_unit *u, uint64_t off, struct sp_die_seen *d)
+{
+	const unsigned char *die = die_at(u, off), *p = die;
+	const struct abbrev *a = die ? die_abbrev(&u->w, &p) : NULL;
+	if (!a)
+		return SP_DIES_ASK_LIBDW;
+	*d = (struct sp_die_seen){ off, a->tag, a->flags, false, 0, 0 };
+	d->plain_range = plain_range(&u->w, p, a, &d->lo, &d->hi);
+	return SP_DIES_OK;
+}
+
+int sp_dies_child(const struct sp_dies_unit *u, uint64_t off, uint64_t *child)
+{
+	const unsigned char *die = die_at(u, off), *c;
+	int rc = die ? first_child(&u->w, die, &c) : SP_DIES_ASK_LIBDW;
+	if (rc == 0)
+		*child = u->unit_off + (uint64_t)(c - u->w.start);
+	return rc;
+}
+
+int sp_dies_sibling(const struct sp_dies_unit *u, uint64_t off, uint64_t *next)
+{
+	const unsigned char *die = die_at(u, off), *n;
+	int rc = die ? next_sibling(&u->w, die, &n) : SP_DIES_ASK_LIBDW;
+	if (rc == 0)
+		*next = u->unit_off + (uint64_t)(n - u->w.start);
 	return rc;
 }
 
@@ -555,30 +656,57 @@ static int walk_libdw(struct sp_unit_fns *f, Dwarf_Die *parent, int depth, bool 
 	return SP_DIES_OK;
 }
 
+/*
+ * The walk through libdw, when the bytes were not walked (rc): whatever
+ * that walk found is dropped, libdw's walk is the answer.
+ */
+static int fns_by_libdw(struct sp_unit_fns *f, Dwarf_Die *cu, bool c_only, int rc)
+{
+	if (rc == SP_DIES_OK || rc == SP_DIES_NOMEM)
+		return rc;
+	f->n = 0;
+	f->other_pc = false;
+	f->by_libdw = true;
+	return walk_libdw(f, cu, 0, c_only);
+}
+
+bool sp_dies_unit_of(Dwarf *dw, Dwarf_Die *cu, const struct sp_linesecs *s, uint64_t *unit_off)
+{
+	Dwarf_Half version;
+	uint8_t unit_type;
+	/* Only compile and partial units are in .debug_info for sure (v4's type units are not). */
+	if (!s->info || !s->abbrev || dwarf_cu_getdwarf(cu->cu) != dw ||
+	    dwarf_cu_info(cu->cu, &version, &unit_type, NULL, NULL, NULL, NULL, NULL) != 0 ||
+	    (unit_type != DW_UT_compile && unit_type != DW_UT_partial))
+		return false;
+	*unit_off = dwarf_dieoffset(cu) - dwarf_cuoffset(cu);
+	return true;
+}
+
+int sp_unit_fns_find_in(struct sp_unit_fns *f, Dwarf *dw, Dwarf_Die *cu,
+			const struct sp_dies_unit *u, bool c_only)
+{
+	memset(f, 0, sizeof(*f));
+	int rc = SP_DIES_ASK_LIBDW;
+	if (u) {
+		struct by_bytes b = { f, dw, u->unit_off };
+		rc = sp_dies_walk_unit(u, c_only, visit_die, &b);
+	}
+	return fns_by_libdw(f, cu, c_only, rc);
+}
+
 int sp_unit_fns_find(struct sp_unit_fns *f, Dwarf *dw, Dwarf_Die *cu,
 		     const struct sp_linesecs *s, bool c_only, bool libdw_only)
 {
 	memset(f, 0, sizeof(*f));
 	int rc = SP_DIES_ASK_LIBDW;
-	Dwarf_Half version;
-	uint8_t unit_type;
-	/* Only compile and partial units are in .debug_info for sure (v4's type units are not). */
-	if (!libdw_only && s->info && s->abbrev && dwarf_cu_getdwarf(cu->cu) == dw &&
-	    dwarf_cu_info(cu->cu, &version, &unit_type, NULL, NULL, NULL, NULL, NULL) == 0 &&
-	    (unit_type == DW_UT_compile || unit_type == DW_UT_partial)) {
-		struct by_bytes b = { f, dw, dwarf_dieoffset(cu) - dwarf_cuoffset(cu) };
+	uint64_t unit_off;
+	if (!libdw_only && sp_dies_unit_of(dw, cu, s, &unit_off)) {
+		struct by_bytes b = { f, dw, unit_off };
 		rc = sp_dies_walk(s->info, s->info_len, b.unit_off, s->abbrev, s->abbrev_len,
 				  c_only, visit_die, &b);
-		if (rc == SP_DIES_NOMEM)
-			return rc;
 	}
-	if (rc == SP_DIES_OK)
-		return rc;
-	/* Whatever the walk found is dropped: libdw's walk is the answer. */
-	f->n = 0;
-	f->other_pc = false;
-	f->by_libdw = true;
-	return walk_libdw(f, cu, 0, c_only);
+	return fns_by_libdw(f, cu, c_only, rc);
 }
 
 void sp_unit_fns_free(struct sp_unit_fns *f)

@@ -68,6 +68,21 @@ int sp_unit_fns_find(struct sp_unit_fns *f, Dwarf *dw, Dwarf_Die *cu,
 void sp_unit_fns_free(struct sp_unit_fns *f);
 
 /*
+ * Whether unit cu is one the walk here may read (a compile or partial
+ * unit of dw's own .debug_info, with s holding it): *unit_off, where its
+ * header starts, for sp_dies_unit_open().
+ */
+bool sp_dies_unit_of(Dwarf *dw, Dwarf_Die *cu, const struct sp_linesecs *s, uint64_t *unit_off);
+
+/*
+ * sp_unit_fns_find() over a unit already read (NULL: walk through
+ * libdw), which it shares with the unit's scopes.
+ */
+struct sp_dies_unit;
+int sp_unit_fns_find_in(struct sp_unit_fns *f, Dwarf *dw, Dwarf_Die *cu,
+			const struct sp_dies_unit *u, bool c_only);
+
+/*
  * The walk alone, on the unit whose header starts at unit_off of the
  * len bytes of .debug_info at info, with .debug_abbrev at abbrev: each
  * DIE the walk visits is passed to visit().  Returns SP_DIES_OK,
@@ -94,5 +109,30 @@ struct sp_die_seen {
 int sp_dies_walk(const unsigned char *info, size_t len, uint64_t unit_off,
 		 const unsigned char *abbrev, size_t abbrev_len, bool c_only,
 		 int (*visit)(void *arg, const struct sp_die_seen *d), void *arg);
+
+/*
+ * A unit read once (its header and abbreviations) for reading its DIEs
+ * by offset, as the walk above reads them: for a function's scopes
+ * (scopes.h).  Offsets are from the start of .debug_info.  Open returns
+ * SP_DIES_OK with *u, SP_DIES_ASK_LIBDW for a unit not read here, or
+ * SP_DIES_NOMEM.
+ */
+int sp_dies_unit_open(struct sp_dies_unit **u, const struct sp_linesecs *s, uint64_t unit_off);
+void sp_dies_unit_free(struct sp_dies_unit *u);
+
+/* sp_dies_walk() over a unit already read. */
+int sp_dies_walk_unit(const struct sp_dies_unit *u, bool c_only,
+		      int (*visit)(void *arg, const struct sp_die_seen *d), void *arg);
+
+/* The DIE at off (d->off is off): its tag, the attributes its abbreviation has, its plain range (any tag). */
+int sp_dies_read(const struct sp_dies_unit *u, uint64_t off, struct sp_die_seen *d);
+
+/*
+ * Its first child and the DIE after it on its level, as dwarf_child()
+ * and dwarf_siblingof() find them: 0 with the offset, 1 for none,
+ * SP_DIES_ASK_LIBDW where the bytes do not read as libdw reads them.
+ */
+int sp_dies_child(const struct sp_dies_unit *u, uint64_t off, uint64_t *child);
+int sp_dies_sibling(const struct sp_dies_unit *u, uint64_t off, uint64_t *next);
 
 #endif

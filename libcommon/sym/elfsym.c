@@ -114,12 +114,16 @@ struct cu_funcs {
 	 * does not.
 	 */
 	bool other_pc;
+	/* The unit read for its functions' scopes (sym/dies.h), once tried; NULL: libdw's to read. */
+	struct sp_dies_unit *dies;
+	bool dies_tried;
 };
 
 static void cu_funcs_free(void *p)
 {
 	struct cu_funcs *c = p;
 	free(c->v);
+	sp_dies_unit_free(c->dies);
 	free(c);
 }
 
@@ -783,6 +787,22 @@ static bool line_sections(struct sp_elfsym *e)
 }
 
 /*
+ * Unit cu read once (sym/dies.h) for its functions and their scopes from
+ * the bytes of its DIEs: only a compile or partial unit of the module's
+ * own DWARF; NULL when it is not read so.
+ */
+static const struct sp_dies_unit *dies_unit(struct sp_elfsym *e, Dwarf_Die *cu, struct cu_funcs *c)
+{
+	uint64_t unit_off;
+	if (c->dies_tried)
+		return c->dies;
+	c->dies_tried = true;
+	if (line_sections(e) && sp_dies_unit_of(e->dw, cu, &e->secs, &unit_off))
+		sp_dies_unit_open(&c->dies, &e->secs, unit_off);
+	return c->dies;
+}
+
+/*
  * Indexes the functions of unit cu (sym/dies.h): through namespaces and
  * classes; in a C unit, where a type holds no function, the types'
  * members are not walked.
@@ -793,8 +813,7 @@ static void index_functions(struct sp_elfsym *e, Dwarf_Die *cu, struct cu_funcs 
 	bool c_only = lang == DW_LANG_C89 || lang == DW_LANG_C || lang == DW_LANG_C99 ||
 		      lang == DW_LANG_C11 || lang == 0x2c /* DW_LANG_C17 */;
 	struct sp_unit_fns f;
-	line_sections(e);
-	if (sp_unit_fns_find(&f, e->dw, cu, &e->secs, c_only, false) < 0 ||
+	if (sp_unit_fns_find_in(&f, e->dw, cu, dies_unit(e, cu, c), c_only) < 0 ||
 	    !(c->v = malloc((f.n ? f.n : 1) * sizeof(*c->v)))) {
 		c->oom = true;
 		sp_unit_fns_free(&f);
@@ -932,14 +951,17 @@ static Dwarf_Die *unit_of(struct sp_elfsym *e, Dwarf_Addr addr, Dwarf_Addr *bias
 	return dwarf_offdie(e->dw, die, &e->unit);
 }
 
-/* The scopes of the function whose DIE is at off, read once. */
-static struct sp_fn_scopes *function_scopes(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Off off)
+/* The scopes of the function whose DIE is at off in unit cu (c: its index), read once. */
+static struct sp_fn_scopes *function_scopes(struct sp_elfsym *e, Dwarf_Die *cu, struct cu_funcs *c,
+					    Dwarf_Off off)
 {
 	struct sp_fn_scopes *f = sp_u64map_get(&e->fn_scopes, off);
 	Dwarf_Die fn;
 	if (f || !dwarf_offdie(e->dw, off, &fn))
 		return f;
-	if ((f = sp_fn_scopes_read(&fn, cu, cu_linetab(e, cu))) &&
+	const struct sp_dies_unit *u = dies_unit(e, cu, c);
+	if ((f = u ? sp_fn_scopes_read_bytes(e->dw, u, &fn, cu, cu_linetab(e, cu)) :
+		     sp_fn_scopes_read(&fn, cu, cu_linetab(e, cu))) &&
 	    sp_u64map_put(&e->fn_scopes, off, f) < 0) {
 		sp_fn_scopes_free(f);
 		f = NULL;
@@ -980,7 +1002,7 @@ static int scopes_of(struct sp_elfsym *e, Dwarf_Die *cu, Dwarf_Addr pc, struct s
 		for (size_t back = 0; k > 0 && pc >= c->v[k - 1].hi && back < 8; back++)
 			k--;
 		struct sp_fn_scopes *f;
-		if (k > 0 && pc < c->v[k - 1].hi && (f = function_scopes(e, cu, c->v[k - 1].die)))
+		if (k > 0 && pc < c->v[k - 1].hi && (f = function_scopes(e, cu, c, c->v[k - 1].die)))
 			return sp_fn_scopes_of(f, pc, out);
 		/*
 		 * No range of a function reaches pc, and no other DIE at the

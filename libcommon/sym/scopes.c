@@ -3,6 +3,7 @@
 #include <dwarf.h>
 #include <stdlib.h>
 
+#include "sym/dies.h"
 #include "sym/scopes.h"
 #include "util/alloc.h"
 
@@ -14,6 +15,8 @@ struct node {
 	uint32_t range, nranges;	/* its ranges: ranges[range...] */
 	uint32_t end;
 	bool named;		/* s is filled (the first time it is asked for) */
+	bool have_die;		/* die is set; else it is read from off when named */
+	uint64_t off;
 	Dwarf_Die die;
 	struct sp_scope s;
 };
@@ -31,6 +34,8 @@ struct sp_fn_scopes {
 	 */
 	Dwarf_Die cu;
 	const struct sp_linetab *lt;
+	Dwarf *dw;		/* where a node's DIE is read by its offset */
+	bool by_libdw;		/* walked through libdw */
 };
 
 static const char *die_name(Dwarf_Die *die)
@@ -120,6 +125,7 @@ static bool add_node(struct sp_fn_scopes *f, Dwarf_Die *die, int depth)
 	f->v[self].range = (uint32_t)first;
 	f->v[self].nranges = (uint32_t)(f->nranges - first);
 	f->v[self].named = false;
+	f->v[self].have_die = true;
 	f->v[self].die = *die;
 	Dwarf_Die d;
 	if (depth + 1 < SP_SCOPES_MAX && dwarf_child(die, &d) == 0) {
@@ -139,12 +145,135 @@ struct sp_fn_scopes *sp_fn_scopes_read(Dwarf_Die *fn, Dwarf_Die *cu, const struc
 		return NULL;
 	f->lt = lt;
 	f->cu = *cu;
+	f->by_libdw = true;
 	add_node(f, fn, 0);
 	if (f->oom || !f->n) {
 		sp_fn_scopes_free(f);
 		return NULL;
 	}
 	return f;
+}
+
+/* A node for the DIE at off, its DIE read when it is named; false when memory runs out. */
+static bool add_by_offset(struct sp_fn_scopes *f, uint64_t off, size_t first)
+{
+	if (SP_ALLOC_GROW(f->v, f->n + 1, f->alloc) < 0) {
+		f->oom = true;
+		return false;
+	}
+	struct node *x = &f->v[f->n++];
+	x->range = (uint32_t)first;
+	x->nranges = (uint32_t)(f->nranges - first);
+	x->named = false;
+	x->have_die = false;
+	x->off = off;
+	return true;
+}
+
+/*
+ * add_node() over the DIEs' bytes (dies.h): the same nodes in the same
+ * order, each range from the bytes when it reads plainly, else from
+ * dwarf_ranges() on the DIE.  Returns 1 when the DIE was added, 0 when
+ * it has no range, -1 where the bytes are libdw's to read (or memory
+ * ran out: f->oom).
+ */
+static int add_node_bytes(struct sp_fn_scopes *f, const struct sp_dies_unit *u, uint64_t off,
+			  int depth)
+{
+	size_t self = f->n, first = f->nranges;
+	struct sp_die_seen d;
+	if (sp_dies_read(u, off, &d) != SP_DIES_OK)
+		return -1;
+	if (d.plain_range) {
+		if (d.hi > d.lo) {
+			if (SP_ALLOC_GROW(f->ranges, f->nranges + 1, f->alloc_ranges) < 0) {
+				f->oom = true;
+				return -1;
+			}
+			f->ranges[f->nranges].lo = d.lo;
+			f->ranges[f->nranges++].hi = d.hi;
+		}
+	} else if (d.flags & (SP_DIE_HIGH_PC | SP_DIE_RANGES)) {
+		/* libdw's reading (without DW_AT_high_pc and DW_AT_ranges it finds none). */
+		Dwarf_Die die;
+		Dwarf_Addr base, lo, hi;
+		ptrdiff_t at = 0;
+		if (!dwarf_offdie(f->dw, off, &die))
+			return -1;
+		while ((at = dwarf_ranges(&die, at, &base, &lo, &hi)) > 0) {
+			if (hi <= lo)
+				continue;
+			if (SP_ALLOC_GROW(f->ranges, f->nranges + 1, f->alloc_ranges) < 0) {
+				f->oom = true;
+				return -1;
+			}
+			f->ranges[f->nranges].lo = lo;
+			f->ranges[f->nranges++].hi = hi;
+		}
+	}
+	if (f->nranges == first && depth > 0)
+		return 0;
+	if (!add_by_offset(f, off, first))
+		return -1;
+	uint64_t c;
+	int rc = depth + 1 < SP_SCOPES_MAX ? sp_dies_child(u, off, &c) : 1;
+	while (rc == 0) {
+		struct sp_die_seen cd;
+		if (sp_dies_read(u, c, &cd) != SP_DIES_OK)
+			return -1;
+		if (is_scope((int)cd.tag) && add_node_bytes(f, u, c, depth + 1) < 0)
+			return -1;
+		rc = sp_dies_sibling(u, c, &c);
+	}
+	if (rc < 0)
+		return -1;
+	f->v[self].end = (uint32_t)f->n;
+	return 1;
+}
+
+struct sp_fn_scopes *sp_fn_scopes_read_bytes(Dwarf *dw, const struct sp_dies_unit *u,
+					     Dwarf_Die *fn, Dwarf_Die *cu,
+					     const struct sp_linetab *lt)
+{
+	struct sp_fn_scopes *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->lt = lt;
+	f->cu = *cu;
+	f->dw = dw;
+	if (add_node_bytes(f, u, dwarf_dieoffset(fn), 0) < 0 || !f->n) {
+		bool oom = f->oom;
+		sp_fn_scopes_free(f);
+		return oom ? NULL : sp_fn_scopes_read(fn, cu, lt);
+	}
+	/* The function's own DIE is at hand. */
+	f->v[0].die = *fn;
+	f->v[0].have_die = true;
+	return f;
+}
+
+static uint64_t node_off(const struct node *x)
+{
+	return x->have_die ? dwarf_dieoffset((Dwarf_Die *)&x->die) : x->off;
+}
+
+bool sp_fn_scopes_same(const struct sp_fn_scopes *a, const struct sp_fn_scopes *b)
+{
+	if (a->n != b->n || a->nranges != b->nranges)
+		return false;
+	for (size_t i = 0; i < a->nranges; i++)
+		if (a->ranges[i].lo != b->ranges[i].lo || a->ranges[i].hi != b->ranges[i].hi)
+			return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (a->v[i].range != b->v[i].range || a->v[i].nranges != b->v[i].nranges ||
+		    a->v[i].end != b->v[i].end || node_off(&a->v[i]) != node_off(&b->v[i]))
+			return false;
+	return true;
+}
+
+bool sp_fn_scopes_by_libdw(const struct sp_fn_scopes *f)
+{
+	return f->by_libdw;
 }
 
 void sp_fn_scopes_free(struct sp_fn_scopes *f)
@@ -178,7 +307,11 @@ int sp_fn_scopes_of(struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *out)
 	for (int k = 0; k < n; k++) {
 		struct node *x = &f->v[chain[n - 1 - k]];
 		if (!x->named) {
-			sp_scope_from_die(&x->die, &f->cu, f->lt, &x->s);
+			if (!x->have_die && !dwarf_offdie(f->dw, x->off, &x->die))
+				x->s = (struct sp_scope){ 0 };
+			else
+				sp_scope_from_die(&x->die, &f->cu, f->lt, &x->s);
+			x->have_die = true;
 			x->named = true;
 		}
 		out[k] = x->s;

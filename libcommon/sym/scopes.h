@@ -41,12 +41,32 @@ struct sp_fn_scopes *sp_fn_scopes_read(Dwarf_Die *fn, Dwarf_Die *cu, const struc
 void sp_fn_scopes_free(struct sp_fn_scopes *f);
 
 /*
+ * The same scopes, found by reading the DIEs' bytes of unit u (the unit
+ * of fn, from dw: dies.h) instead of walking them through libdw, which
+ * visits every attribute of every DIE below a function; where the bytes
+ * do not read as libdw reads them, read as sp_fn_scopes_read() reads
+ * them.  NULL when memory runs out.
+ */
+struct sp_dies_unit;
+struct sp_fn_scopes *sp_fn_scopes_read_bytes(Dwarf *dw, const struct sp_dies_unit *u,
+					     Dwarf_Die *fn, Dwarf_Die *cu,
+					     const struct sp_linetab *lt);
+
+/*
  * The scopes of pc (a DWARF address) in f, innermost first, the function
  * last, into out (room for SP_SCOPES_MAX): from the function down through
  * the first scope at each level whose ranges hold pc, as walking the DIEs
  * would find them.  Returns their number, at least 1.
  */
 int sp_fn_scopes_of(struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *out);
+
+/*
+ * For checks: whether a and b hold the same scopes (the same DIEs with
+ * the same ranges, in the same order), and whether f was read through
+ * libdw.
+ */
+bool sp_fn_scopes_same(const struct sp_fn_scopes *a, const struct sp_fn_scopes *b);
+bool sp_fn_scopes_by_libdw(const struct sp_fn_scopes *f);
 
 /* A DIE as a scope (for scopes found by libdw's own walk); lt as above. */
 void sp_scope_from_die(Dwarf_Die *die, Dwarf_Die *cu, const struct sp_linetab *lt,

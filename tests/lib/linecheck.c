@@ -19,10 +19,14 @@
  * And the functions of every unit (sym/dies.h) found by our walk of its
  * DIEs' bytes with those found through libdw, walked as a C unit and as
  * a unit of another language.
+ * And the scopes of each of those functions (sym/scopes.h) read from the
+ * DIEs' bytes with those read through libdw: the same DIEs and ranges.
  * Prints per file "FILE: U units, D decoded, L to libdw, A addresses,
- * R by aranges, W walked, N differences" (R: addresses whose unit our
- * aranges reader found; 0 when it leaves the file to libdwfl; W: units
- * whose DIEs our walk read rather than leaving them to libdw) and the
+ * R by aranges, W walked, F functions, S scopes by bytes, N differences"
+ * (R: addresses whose unit our aranges reader found; 0 when it leaves
+ * the file to libdwfl; W: units whose DIEs our walk read rather than
+ * leaving them to libdw; S: functions whose scopes were read from the
+ * bytes) and the
  * first differences; exits 0, 1 on a difference, 2 when a file cannot be
  * read.
  */
@@ -37,6 +41,7 @@
 #include "sym/aranges.h"
 #include "sym/dies.h"
 #include "sym/lines.h"
+#include "sym/scopes.h"
 #include "util/alloc.h"
 
 static unsigned long differences;
@@ -193,12 +198,54 @@ static unsigned long check_aranges(const char *name, Dwfl_Module *mod, Dwarf *dw
 }
 
 /*
+ * The scopes of every function of unit cu (the DIEs in fns) read from the
+ * bytes against those read through libdw.  Adds to *nfns the functions
+ * and to *nbytes those read from the bytes.
+ */
+static void check_scopes(const char *name, Dwarf *dw, Dwarf_Die *cu,
+			 const struct sp_linesecs *secs, const struct sp_unit_fns *fns,
+			 unsigned long *nfns, unsigned long *nbytes)
+{
+	Dwarf_Half version;
+	uint8_t unit_type;
+	struct sp_dies_unit *u = NULL;
+	if (dwarf_cu_getdwarf(cu->cu) == dw &&
+	    dwarf_cu_info(cu->cu, &version, &unit_type, NULL, NULL, NULL, NULL, NULL) == 0 &&
+	    (unit_type == DW_UT_compile || unit_type == DW_UT_partial) &&
+	    sp_dies_unit_open(&u, secs, dwarf_dieoffset(cu) - dwarf_cuoffset(cu)) == SP_DIES_NOMEM) {
+		fprintf(stderr, "linecheck: out of memory\n");
+		exit(2);
+	}
+	for (size_t i = 0; i < fns->n; i++) {
+		Dwarf_Die fn;
+		/* A function of several ranges is listed once a range. */
+		if ((i && fns->v[i].die == fns->v[i - 1].die) || !dwarf_offdie(dw, fns->v[i].die, &fn))
+			continue;
+		struct sp_fn_scopes *theirs = sp_fn_scopes_read(&fn, cu, NULL);
+		struct sp_fn_scopes *ours = u ? sp_fn_scopes_read_bytes(dw, u, &fn, cu, NULL) : NULL;
+		if (!theirs || (u && !ours)) {
+			fprintf(stderr, "linecheck: out of memory\n");
+			exit(2);
+		}
+		(*nfns)++;
+		*nbytes += ours && !sp_fn_scopes_by_libdw(ours);
+		if (ours && !sp_fn_scopes_same(ours, theirs) && differences++ < 20)
+			printf("%s: unit 0x%" PRIx64 ": scopes of the function at 0x%" PRIx64
+			       " differ\n", name, (uint64_t)dwarf_dieoffset(cu), fns->v[i].die);
+		sp_fn_scopes_free(ours);
+		sp_fn_scopes_free(theirs);
+	}
+	sp_dies_unit_free(u);
+}
+
+/*
  * The functions of unit cu by sym/dies.c's walk against the walk through
  * libdw, as a C unit and as another: the same ranges in the same order,
  * the same other_pc.  Returns whether our walk took the unit.
  */
 static bool check_functions(const char *name, Dwarf *dw, Dwarf_Die *cu,
-			    const struct sp_linesecs *secs)
+			    const struct sp_linesecs *secs, unsigned long *nfns,
+			    unsigned long *nbytes)
 {
 	bool walked = true;
 	for (int c_only = 0; c_only <= 1; c_only++) {
@@ -218,6 +265,8 @@ static bool check_functions(const char *name, Dwarf *dw, Dwarf_Die *cu,
 			       (uint64_t)dwarf_dieoffset(cu), c_only ? "C" : "any language", ours.n,
 			       ours.other_pc ? " and others with pc" : "", theirs.n,
 			       theirs.other_pc ? " and others with pc" : "");
+		if (!c_only)
+			check_scopes(name, dw, cu, secs, &theirs, nfns, nbytes);
 		sp_unit_fns_free(&ours);
 		sp_unit_fns_free(&theirs);
 	}
@@ -249,19 +298,21 @@ static int check_file(const char *name)
 		dwfl_end(dwfl);
 		return 2;
 	}
-	unsigned long units = 0, decoded = 0, to_libdw = 0, addrs = 0, walked = 0;
+	unsigned long units = 0, decoded = 0, to_libdw = 0, addrs = 0, walked = 0, nfns = 0;
+	unsigned long nbytes = 0;
 	unsigned long before = differences;
 	Dwarf_Die *cu = NULL;
 	while ((cu = dwfl_module_nextcu(mod, cu, &bias))) {
 		units++;
 		check_unit(name, mod, bias, cu, &secs, &decoded, &to_libdw, &addrs);
-		walked += check_functions(name, dw, cu, &secs);
+		walked += check_functions(name, dw, cu, &secs, &nfns, &nbytes);
 	}
 	unsigned long ranged = check_aranges(name, mod, dw, bias, &secs);
 	nprobes = 0;
 	printf("%s: %lu units, %lu decoded, %lu to libdw, %lu addresses, %lu by aranges, "
-	       "%lu walked, %lu differences\n",
-	       name, units, decoded, to_libdw, addrs, ranged, walked, differences - before);
+	       "%lu walked, %lu functions, %lu scopes by bytes, %lu differences\n",
+	       name, units, decoded, to_libdw, addrs, ranged, walked, nfns, nbytes,
+	       differences - before);
 	dwfl_end(dwfl);
 	return 0;
 }
