@@ -24,6 +24,7 @@ struct sp_unwinder {
 	int denied_err;
 	uint64_t last_used;		/* see sp_unwinder_copy_used() */
 	struct frame_memo *memo;	/* SP_MEMO_SLOTS of them; NULL: none */
+	struct ra_memo *ra_memo;	/* SP_RA_MEMO_SLOTS of them; NULL: none */
 	struct sp_walk_memo *spare;	/* sp_unwind_thread()'s memo for the next walk */
 };
 
@@ -44,6 +45,23 @@ struct frame_memo {
 };
 
 #define SP_MEMO_SLOTS 2048	/* a power of two */
+
+/*
+ * What a candidate return address in a module's file (not the vDSO's)
+ * lands in, and whether a direct call precedes it, kept by the address
+ * while the address spaces keep their generation: a frame without CFI
+ * (CPython's trampolines, JIT code) asks both of the same few addresses
+ * at every sample.
+ */
+struct ra_memo {
+	uint64_t pc, gen;
+	uint32_t pid;
+	int8_t kind;		/* enum ra_kind (unwind.c); -1: not known */
+	bool by_rule;		/* a rule was looked up to find kind */
+	int8_t direct;		/* whether a direct call precedes pc; -1: not known */
+};
+
+#define SP_RA_MEMO_SLOTS 1024	/* a power of two */
 
 /* How a rule recovers one register of the caller. */
 enum { R_UNDEF, R_SAME, R_OFFSET, R_VAL_OFFSET, R_EXPR };

@@ -30,6 +30,7 @@ struct sp_unwinder *sp_unwinder_new(const struct sp_unwind_options *o)
 	sp_u64map_init(&u->cpython);
 	/* Without it every frame is looked up: slower, not wrong. */
 	u->memo = calloc(SP_MEMO_SLOTS, sizeof(*u->memo));
+	u->ra_memo = calloc(SP_RA_MEMO_SLOTS, sizeof(*u->ra_memo));
 	sp_libelf_init();
 	return u;
 }
@@ -40,6 +41,7 @@ void sp_unwinder_free(struct sp_unwinder *u)
 		return;
 	sp_u64map_release(&u->cpython, NULL);
 	free(u->memo);
+	free(u->ra_memo);
 	sp_walk_memo_free(u->spare);
 	free(u->denied);
 	free(u);
@@ -167,10 +169,29 @@ enum ra_kind {
  * call in it.  JIT code and the builtins of a runtime have no CFI, and
  * are only believed when a frame record led to them.
  */
-static enum ra_kind ra_kind(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
-			    uint64_t pc)
+/*
+ * The memo slot of pc in the address spaces as they are (NULL: none);
+ * *fresh when it holds another address, which it now holds with nothing
+ * known.
+ */
+static struct ra_memo *ra_slot(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			       uint64_t pc)
+{
+	if (!u->ra_memo)
+		return NULL;
+	uint64_t gen = sp_addrspaces_gen(a);
+	struct ra_memo *rm = &u->ra_memo[(pc ^ pc >> 10) & (SP_RA_MEMO_SLOTS - 1)];
+	if (rm->pc != pc || rm->gen != gen || rm->pid != pid)
+		*rm = (struct ra_memo){ pc, gen, pid, -1, false, -1 };
+	return rm;
+}
+
+static enum ra_kind ra_kind_of(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			       uint64_t pc, bool *keep, bool *by_rule)
 {
 	const struct sp_mapping *m = sp_addrspaces_find(a, pid, pc);
+	*keep = false;
+	*by_rule = false;
 	if (!m || pc == 0)
 		return RA_NONE;
 	if (m->obj->anon)
@@ -179,7 +200,28 @@ static enum ra_kind ra_kind(struct sp_unwinder *u, struct sp_addrspaces *a, uint
 	if (!ms || ms->state != M_OK)
 		return RA_NONE;
 	const struct rule *r = sp_unwind_rule(u, ms, sp_unwind_rel(u, m, pc) - 1);
+	/* Kept where the next ask would find the same: a module's file, its rule cached. */
+	*keep = r && !m->obj->vdso;
+	*by_rule = true;
 	return r && !r->none ? RA_CFI : RA_CODE;
+}
+
+static enum ra_kind ra_kind(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
+			    uint64_t pc)
+{
+	struct ra_memo *rm = ra_slot(u, a, pid, pc);
+	if (rm && rm->kind >= 0) {
+		/* The rule cache's hit counted, as the lookup would have. */
+		u->st.cache_hits += rm->by_rule;
+		return (enum ra_kind)rm->kind;
+	}
+	bool keep, by_rule;
+	enum ra_kind k = ra_kind_of(u, a, pid, pc, &keep, &by_rule);
+	if (rm && keep) {
+		rm->kind = (int8_t)k;
+		rm->by_rule = by_rule;
+	}
+	return k;
 }
 
 /*
@@ -265,6 +307,9 @@ static int fp_step(const struct sp_unwind_arch *arch, const struct stackcopy *c,
 static bool after_direct_call(struct sp_unwinder *u, struct sp_addrspaces *a, uint32_t pid,
 			      uint64_t ra)
 {
+	struct ra_memo *rm = ra_slot(u, a, pid, ra);
+	if (rm && rm->direct >= 0)
+		return rm->direct;
 	const struct sp_mapping *m = sp_addrspaces_find(a, pid, ra);
 	struct modstate *ms = m && !m->obj->anon ? sp_unwind_module(u, m->obj) : NULL;
 	size_t size = 0;
@@ -273,7 +318,11 @@ static bool after_direct_call(struct sp_unwinder *u, struct sp_addrspaces *a, ui
 	if (!raw || off > size)
 		return false;
 	size_t n = off < 8 ? off : 8;
-	return u->arch->direct_call(raw + off - n, n);
+	bool direct = u->arch->direct_call(raw + off - n, n);
+	/* A module's file: its bytes stay (the vDSO's image may come later). */
+	if (rm && !m->obj->vdso)
+		rm->direct = direct;
+	return direct;
 }
 
 /*
