@@ -14,11 +14,8 @@
 struct node {
 	uint32_t range, nranges;	/* its ranges: ranges[range...] */
 	uint32_t end;
-	bool named;		/* s is filled (the first time it is asked for) */
-	bool have_die;		/* die is set; else it is read from off when named */
-	uint64_t off;
-	Dwarf_Die die;
-	struct sp_scope s;
+	uint32_t named;		/* 1 + its index in scopes once named (the first time asked for) */
+	uint64_t off;		/* its DIE's offset */
 };
 
 struct sp_fn_scopes {
@@ -28,13 +25,23 @@ struct sp_fn_scopes {
 	size_t nranges, alloc_ranges;
 	bool oom;
 	/*
+	 * The nodes' DIEs when walked through libdw (in step with v), else
+	 * NULL: a node's DIE is then made from its offset in dw when it is
+	 * named, the function's own kept in fn.
+	 */
+	Dwarf_Die *dies;
+	size_t alloc_dies;
+	Dwarf *dw;
+	Dwarf_Die fn;
+	/*
 	 * The unit and its files: a scope is named from its DIE the first
 	 * time an address lies in it (a large function has thousands of
 	 * inlined calls, and an address needs a few).
 	 */
 	Dwarf_Die cu;
 	const struct sp_linetab *lt;
-	Dwarf *dw;		/* where a node's DIE is read by its offset */
+	struct sp_scope *scopes;	/* those named */
+	size_t nscopes, alloc_scopes;
 	bool by_libdw;		/* walked through libdw */
 };
 
@@ -117,16 +124,15 @@ static bool add_node(struct sp_fn_scopes *f, Dwarf_Die *die, int depth)
 	/* No range holds an address: neither it nor what is under it is found. */
 	if (f->nranges == first && depth > 0)
 		return false;
-	if (SP_ALLOC_GROW(f->v, f->n + 1, f->alloc) < 0) {
+	if (SP_ALLOC_GROW(f->v, f->n + 1, f->alloc) < 0 ||
+	    SP_ALLOC_GROW(f->dies, f->n + 1, f->alloc_dies) < 0) {
 		f->oom = true;
 		return false;
 	}
 	f->n++;
-	f->v[self].range = (uint32_t)first;
-	f->v[self].nranges = (uint32_t)(f->nranges - first);
-	f->v[self].named = false;
-	f->v[self].have_die = true;
-	f->v[self].die = *die;
+	f->v[self] = (struct node){ (uint32_t)first, (uint32_t)(f->nranges - first), 0, 0,
+				    dwarf_dieoffset(die) };
+	f->dies[self] = *die;
 	Dwarf_Die d;
 	if (depth + 1 < SP_SCOPES_MAX && dwarf_child(die, &d) == 0) {
 		do {
@@ -161,12 +167,7 @@ static bool add_by_offset(struct sp_fn_scopes *f, uint64_t off, size_t first)
 		f->oom = true;
 		return false;
 	}
-	struct node *x = &f->v[f->n++];
-	x->range = (uint32_t)first;
-	x->nranges = (uint32_t)(f->nranges - first);
-	x->named = false;
-	x->have_die = false;
-	x->off = off;
+	f->v[f->n++] = (struct node){ (uint32_t)first, (uint32_t)(f->nranges - first), 0, 0, off };
 	return true;
 }
 
@@ -246,15 +247,8 @@ struct sp_fn_scopes *sp_fn_scopes_read_bytes(Dwarf *dw, const struct sp_dies_uni
 		sp_fn_scopes_free(f);
 		return oom ? NULL : sp_fn_scopes_read(fn, cu, lt);
 	}
-	/* The function's own DIE is at hand. */
-	f->v[0].die = *fn;
-	f->v[0].have_die = true;
+	f->fn = *fn;
 	return f;
-}
-
-static uint64_t node_off(const struct node *x)
-{
-	return x->have_die ? dwarf_dieoffset((Dwarf_Die *)&x->die) : x->off;
 }
 
 bool sp_fn_scopes_same(const struct sp_fn_scopes *a, const struct sp_fn_scopes *b)
@@ -266,7 +260,7 @@ bool sp_fn_scopes_same(const struct sp_fn_scopes *a, const struct sp_fn_scopes *
 			return false;
 	for (size_t i = 0; i < a->n; i++)
 		if (a->v[i].range != b->v[i].range || a->v[i].nranges != b->v[i].nranges ||
-		    a->v[i].end != b->v[i].end || node_off(&a->v[i]) != node_off(&b->v[i]))
+		    a->v[i].end != b->v[i].end || a->v[i].off != b->v[i].off)
 			return false;
 	return true;
 }
@@ -282,6 +276,8 @@ void sp_fn_scopes_free(struct sp_fn_scopes *f)
 		return;
 	free(f->v);
 	free(f->ranges);
+	free(f->dies);
+	free(f->scopes);
 	free(f);
 }
 
@@ -305,16 +301,21 @@ int sp_fn_scopes_of(struct sp_fn_scopes *f, uint64_t pc, struct sp_scope *out)
 			i = f->v[i].end;	/* past it */
 	}
 	for (int k = 0; k < n; k++) {
-		struct node *x = &f->v[chain[n - 1 - k]];
+		uint32_t i = chain[n - 1 - k];
+		struct node *x = &f->v[i];
 		if (!x->named) {
-			if (!x->have_die && !dwarf_offdie(f->dw, x->off, &x->die))
-				x->s = (struct sp_scope){ 0 };
-			else
-				sp_scope_from_die(&x->die, &f->cu, f->lt, &x->s);
-			x->have_die = true;
-			x->named = true;
+			Dwarf_Die die, *d = f->dies ? &f->dies[i] : i == 0 ? &f->fn : &die;
+			struct sp_scope sc = { 0 };
+			if (d != &die || dwarf_offdie(f->dw, x->off, &die))
+				sp_scope_from_die(d, &f->cu, f->lt, &sc);
+			if (SP_ALLOC_GROW(f->scopes, f->nscopes + 1, f->alloc_scopes) < 0) {
+				out[k] = sc;	/* named again next time */
+				continue;
+			}
+			f->scopes[f->nscopes++] = sc;
+			x->named = (uint32_t)f->nscopes;
 		}
-		out[k] = x->s;
+		out[k] = f->scopes[x->named - 1];
 	}
 	return n;
 }
