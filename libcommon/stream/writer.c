@@ -286,11 +286,11 @@ void sp_mapw_kv(struct sp_mapw *m, const msgpack_object_kv *kv)
 }
 
 /*
- * A short key and its value in one write: the bytes msgpack_pack_str()
- * and msgpack_pack_uint64() write (a fixstr; the shortest unsigned form).
+ * A short key and its value written straight into the buffer: the bytes
+ * msgpack_pack_str() and msgpack_pack_uint64() write (a fixstr; the
+ * shortest unsigned form).  A key shorter than 32 bytes as a fixstr, a
+ * short one copied by moves of its known size.
  */
-
-/* A key shorter than 32 bytes as a fixstr; a short one copied by moves of its known size. */
 static inline __attribute__((always_inline)) void put_key(unsigned char *b, const char *key,
 							  size_t kn)
 {
