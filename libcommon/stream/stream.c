@@ -154,11 +154,6 @@ void sp_reader_undecoded(struct sp_reader *r, uint64_t types)
 	r->undecoded = types & ~(1ull << SP_R_HEADER | 1ull << SP_R_SUMMARY);
 }
 
-/*
- * The type of the record at p (len bytes, framed) from its first key
- * alone, when that is "t" with a short string, as every writer puts it;
- * SP_R_UNKNOWN otherwise, and then the record is decoded whole.
- */
 /* Where the type's name lies when "t" is a record's first key; false when it is not. */
 static bool peek_name(const unsigned char *p, size_t len, const char **name, size_t *namelen)
 {
@@ -173,6 +168,11 @@ static bool peek_name(const unsigned char *p, size_t len, const char **name, siz
 	return true;
 }
 
+/*
+ * The type of the record at p (len bytes, framed) from its first key
+ * alone, when that is "t" with a short string, as every writer puts it;
+ * SP_R_UNKNOWN otherwise, and then the record is decoded whole.
+ */
 static enum sp_rtype peek_type(const unsigned char *p, size_t len, const char **name,
 			       size_t *namelen)
 {
